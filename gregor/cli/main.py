@@ -1,0 +1,37 @@
+"""The `gregor` command. Each subcommand lives in its own module of gregor.cli and exposes a
+click command (or group) named `command`; the modules are looked up here by name."""
+from __future__ import annotations
+
+import importlib
+
+import click
+
+SUBCOMMANDS = ["broker", "topics", "produce", "consume", "perf", "demo"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gregor")
+def cli():
+    """gregor: a Kafka-compatible streaming stack in Python."""
+
+
+def _register() -> None:
+    for name in SUBCOMMANDS:
+        try:
+            mod = importlib.import_module(f"gregor.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"gregor.cli.{name}":
+                continue  # not built yet
+            raise
+        cli.add_command(mod.command, name)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="gregor")
+
+
+if __name__ == "__main__":
+    main()
