@@ -79,6 +79,7 @@ def encode_response(api: Api, version: int, correlation_id: int, body) -> bytes:
 
 def decode_response(api: Api, version: int, data) -> tuple[int, dict]:
     """(correlation_id, body) from a response frame without its size prefix."""
+    _check_version(api, version)
     r = Reader(data)
     corr = r.int32()
     if api.response_header_version(version) >= 1:
@@ -91,13 +92,24 @@ def decode_response(api: Api, version: int, data) -> tuple[int, dict]:
 
 def decode_request(api: Api, data) -> tuple[RequestHeader, dict]:
     """Header and body of a request frame (without size prefix) whose api_key is api.key."""
-    _, version, _ = peek_request_header(data)
+    api_key, version, _ = peek_request_header(data)
+    if api_key != api.key:
+        raise DecodeError(f"request has api_key {api_key}, expected {api.key} ({api.name})")
+    _check_version(api, version)
     r = Reader(data)
     hdr = read_request_header(r, api.request_header_version(version))
     body = api.request_codec(version)._dec(r)
     if r.pos != r.end:
         raise DecodeError(f"{r.end - r.pos} trailing bytes after {api.name} v{version} request")
     return hdr, body
+
+
+def _check_version(api: Api, version: int) -> None:
+    """A version outside the API's range cannot be decoded; the broker answers those with
+    UNSUPPORTED_VERSION before decoding (peek_request_header gives it the version)."""
+    if not api.supports(version):
+        raise DecodeError(f"{api.name} v{version} is not supported (valid versions "
+                          f"{api.valid[0]}-{api.valid[1]})")
 
 
 def frame_size(prefix) -> int:

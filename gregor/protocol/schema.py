@@ -11,6 +11,7 @@ missing keys take the field's default.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field as _dc_field
 from typing import Any, Callable
 
@@ -195,6 +196,9 @@ def _read_tagged(r: Reader, known: dict, out: dict) -> None:
         if entry is not None:
             sub = Reader(r.buf, start, start + size)
             out[entry[0]] = entry[1](sub)
+            if sub.pos != sub.end:
+                raise DecodeError(f"tagged field {tag} declares {size} bytes but its value "
+                                  f"uses {sub.pos - start}")
 
 
 # -- encoders -----------------------------------------------------------------------------
@@ -262,10 +266,17 @@ def compile_encoder(fields: list[F], v: int, flex: bool) -> Callable[[Writer, An
     tagged.sort(key=lambda t: t[0])
 
     def encode(w: Writer, obj) -> None:
-        get = obj.get
+        try:
+            get = obj.get
+        except AttributeError:
+            raise EncodeError(f"expected a mapping of field names, got {type(obj).__name__}") \
+                from None
         for name, wr, fac in plain:
             x = get(name, _MISSING)
-            wr(w, fac() if x is _MISSING else x)
+            try:
+                wr(w, fac() if x is _MISSING else x)
+            except _ENCODE_FAILURES as e:
+                raise EncodeError(f"field {name!r}: {e}") from e
         if flex:
             present = []
             for tag, name, wr, fac in tagged:
@@ -273,7 +284,10 @@ def compile_encoder(fields: list[F], v: int, flex: bool) -> Callable[[Writer, An
                 if x is _MISSING or x is None or x == fac():
                     continue
                 sub = Writer()
-                wr(sub, x)
+                try:
+                    wr(sub, x)
+                except _ENCODE_FAILURES as e:
+                    raise EncodeError(f"field {name!r}: {e}") from e
                 present.append((tag, sub.buf))
             w.uvarint(len(present))
             for tag, data in present:
@@ -284,6 +298,17 @@ def compile_encoder(fields: list[F], v: int, flex: bool) -> Callable[[Writer, An
 
 
 _MISSING = object()
+
+
+class EncodeError(ValueError):
+    """A message that cannot be encoded; the text names the field path, e.g.
+    "field 'topics': field 'partitions': field 'index': required argument is not an integer"."""
+
+
+# What a wrong value makes the primitive writers raise (struct.error for out-of-range or
+# non-integer numbers, TypeError/AttributeError for wrong types, ValueError for None where
+# not nullable or a too-long string).
+_ENCODE_FAILURES = (struct.error, TypeError, ValueError, AttributeError, OverflowError)
 
 
 # -- the API description ----------------------------------------------------------------------

@@ -1,0 +1,55 @@
+"""One handler module per API key. Each module defines
+
+    API_KEY = <int>
+    VERSIONS = (lowest, highest)     # what the handler really implements
+    def handle(broker, ctx, request) -> body dict | Future | NO_RESPONSE
+
+`build_handlers(broker)` collects them. A handler is only registered (and so only advertised
+by ApiVersions) when its message description exists in gregor.protocol.messages; its highest
+version is capped by what that description knows.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+
+from ...protocol import messages
+from ..server import Handler
+
+log = logging.getLogger("gregor.broker.apis")
+
+MODULES = [
+    "produce", "fetch", "list_offsets", "metadata", "api_versions", "create_topics",
+    "delete_topics", "delete_records", "init_producer_id", "describe_configs",
+    "create_partitions",
+]
+
+
+def build_handlers(broker) -> dict[int, Handler]:
+    handlers: dict[int, Handler] = {}
+    for name in MODULES:
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name and e.name.startswith("gregor."):
+                log.debug("handler %s not available: %s", name, e)
+                continue
+            raise
+        api = messages.APIS.get(mod.API_KEY)
+        if api is None:
+            log.debug("no message description for API key %d yet; not serving it", mod.API_KEY)
+            continue
+        lo, hi = mod.VERSIONS
+        hi = min(hi, api.valid[1])
+        lo = max(lo, api.valid[0])
+        if lo > hi:
+            continue
+        handlers[mod.API_KEY] = Handler(api, lo, hi, functools.partial(mod.handle, broker))
+    return handlers
+
+
+def version_table(handlers: dict[int, Handler]) -> list[dict]:
+    """The ApiVersions api_keys array for these handlers."""
+    return [{"api_key": k, "min_version": h.min_version, "max_version": h.max_version}
+            for k, h in sorted(handlers.items())]

@@ -1,0 +1,176 @@
+"""Fetch (1): read record batches, long-polling through the fetch purgatory.
+
+Stored batch bytes are served as they are (no record decoding): each partition's log returns
+raw bytes up to the high watermark. Limits follow KIP-74: the response's max_bytes and each
+partition's partition_max_bytes bound what is read, except that the first partition with data
+always returns at least one whole batch, so a consumer can make progress past a batch larger
+than its limits. When fewer than min_bytes are available and max_wait_ms > 0, a DelayedFetch
+waits, woken whenever a watched partition's high watermark moves, until enough bytes have been
+committed or the wait ends; then the partitions are read again.
+
+Fetch v0-v3 predate record batches: their readers get the data down-converted to magic 0
+(v0-v1) or magic 1 (v2-v3) message sets. Fetch sessions (v7+) are not kept: every response
+carries session_id 0, which tells clients to keep sending full fetch requests.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ..purgatory import DelayedOperation
+
+log = logging.getLogger("gregor.broker.fetch")
+
+API_KEY = 1
+VERSIONS = (0, 11)          # v12 is the first flexible version
+INT32_MAX = (1 << 31) - 1
+
+
+class PartitionFetch:
+    __slots__ = ("topic", "partition", "offset", "max_bytes", "partition_obj", "snapshot")
+
+    def __init__(self, topic, partition, offset, max_bytes, partition_obj):
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.max_bytes = max_bytes
+        self.partition_obj = partition_obj
+        self.snapshot = partition_obj.committed_bytes if partition_obj is not None else 0
+
+
+def handle(broker, ctx, request):
+    version = ctx.api_version
+    if version >= 7 and request["session_id"] != 0:
+        # We never hand out session ids, so a client naming one has it from someone else.
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                "session_id": 0, "responses": []}
+    rm = broker.replica_manager
+    fetches: list[PartitionFetch] = []
+    for t in request["topics"]:
+        name = t["topic"]
+        for pt in t["partitions"]:
+            fetches.append(PartitionFetch(name, pt["partition"], pt["fetch_offset"],
+                                          max(0, pt["partition_max_bytes"]),
+                                          rm.get(name, pt["partition"])))
+    max_bytes = request["max_bytes"] if version >= 3 else INT32_MAX
+    max_bytes = min(max(0, max_bytes), int(broker.config.get("fetch.max.bytes")))
+    read_committed = request.get("isolation_level", 0) == 1
+    body, nbytes, errors = read_partitions(broker, fetches, version, max_bytes, read_committed)
+    min_bytes = request["min_bytes"]
+    if request["max_wait_ms"] <= 0 or not fetches or nbytes >= min_bytes or errors:
+        return body
+    fut = asyncio.get_running_loop().create_future()
+    op = DelayedFetch(request["max_wait_ms"], broker, fetches, version, max_bytes,
+                      read_committed, min_bytes, nbytes, fut)
+    if rm.fetch_purgatory.try_complete_else_watch(op, [(f.topic, f.partition) for f in fetches]):
+        return fut  # completed between the read and the watch (cannot happen on one thread)
+    return fut
+
+
+def read_partitions(broker, fetches, version: int, max_bytes: int, read_committed: bool):
+    """(response body, bytes of records read, whether any partition had an error)."""
+    rm = broker.replica_manager
+    remaining = max_bytes
+    min_one = True            # KIP-74: the first batch found is returned even if too large
+    total = 0
+    errors = False
+    topics: dict[str, list] = {}
+    legacy_magic = None if version >= 4 else (0 if version <= 1 else 1)
+    for f in fetches:
+        p = rm.get(f.topic, f.partition)
+        out = {"partition_index": f.partition, "error_code": ErrorCode.NONE,
+               "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+               "aborted_transactions": [] if read_committed else None,
+               "preferred_read_replica": -1, "records": b""}
+        topics.setdefault(f.topic, []).append(out)
+        if p is None:
+            out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            errors = True
+            continue
+        hw = p.high_watermark
+        log_ = p.log
+        out["high_watermark"] = hw
+        out["last_stable_offset"] = hw
+        out["log_start_offset"] = log_.log_start_offset
+        try:
+            if f.offset < log_.log_start_offset or f.offset > log_.log_end_offset:
+                out["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
+                errors = True
+                continue
+            if f.offset >= hw or (remaining <= 0 and not min_one):
+                continue
+            limit = min(f.max_bytes, remaining)
+            data = log_.read(f.offset, limit, max_offset=hw, min_one_batch=min_one)
+        except KafkaError as e:
+            out["error_code"] = e.code
+            errors = True
+            continue
+        except Exception:
+            log.exception("reading %s-%d at offset %d failed", f.topic, f.partition, f.offset)
+            out["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+            errors = True
+            continue
+        if data:
+            min_one = False
+            remaining -= len(data)
+            total += len(data)
+            if legacy_magic is not None:
+                data = _down_convert(data, legacy_magic, f)
+            out["records"] = data
+    body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
+            "responses": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+    return body, total, errors
+
+
+def _down_convert(data: bytes, magic: int, f: PartitionFetch) -> bytes:
+    from ...protocol.records import legacy
+    try:
+        return legacy.down_convert(data, magic)
+    except Exception:
+        log.exception("down-converting %s-%d at offset %d to magic %d failed", f.topic,
+                      f.partition, f.offset, magic)
+        return b""
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for min_bytes of newly committed data in any of its partitions."""
+
+    def __init__(self, timeout_ms, broker, fetches, version, max_bytes, read_committed,
+                 min_bytes, bytes_read, future):
+        super().__init__(timeout_ms)
+        self.broker = broker
+        self.fetches = fetches
+        self.version = version
+        self.max_bytes = max_bytes
+        self.read_committed = read_committed
+        self.min_bytes = min_bytes
+        self.bytes_read = bytes_read
+        self.future = future
+
+    def try_complete(self) -> bool:
+        rm = self.broker.replica_manager
+        available = self.bytes_read
+        for f in self.fetches:
+            p = rm.get(f.topic, f.partition)
+            if p is not f.partition_obj:
+                return self.force_complete()      # created, deleted or recreated meanwhile
+            if p is None:
+                continue
+            if f.offset > p.log.log_end_offset or f.offset < p.log.log_start_offset:
+                return self.force_complete()      # now out of range: answer with the error
+            available += p.committed_bytes - f.snapshot
+        if available >= self.min_bytes:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        if self.future.done():
+            return
+        try:
+            body, _, _ = read_partitions(self.broker, self.fetches, self.version,
+                                         self.max_bytes, self.read_committed)
+        except Exception as e:  # surfaces as a closed connection with a logged error
+            self.future.set_exception(e)
+            return
+        self.future.set_result(body)

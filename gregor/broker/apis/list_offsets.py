@@ -1,0 +1,66 @@
+"""ListOffsets (2): offsets by time: earliest (-2), latest (-1) or the first record at or after
+a timestamp. v0 answers with a list of offsets (old_style_offsets) instead of one offset and
+timestamp. "Latest" is the high watermark: the next offset a consumer will see.
+"""
+from __future__ import annotations
+
+import logging
+
+from ...protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("gregor.broker.list_offsets")
+
+API_KEY = 2
+VERSIONS = (0, 5)           # v6 is the first flexible version
+LATEST = -1
+EARLIEST = -2
+
+
+def handle(broker, ctx, request) -> dict:
+    version = ctx.api_version
+    rm = broker.replica_manager
+    topics = []
+    for t in request["topics"]:
+        parts = []
+        for pt in t["partitions"]:
+            out = {"partition_index": pt["partition_index"], "error_code": ErrorCode.NONE,
+                   "old_style_offsets": [], "timestamp": -1, "offset": -1,
+                   "leader_epoch": -1}
+            parts.append(out)
+            p = rm.get(t["name"], pt["partition_index"])
+            if p is None:
+                out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            out["leader_epoch"] = p.leader_epoch
+            ts = pt["timestamp"]
+            try:
+                if ts == LATEST:
+                    offset, found_ts = p.high_watermark, -1
+                elif ts == EARLIEST:
+                    offset, found_ts = p.log.log_start_offset, -1
+                elif ts < 0:
+                    out["error_code"] = ErrorCode.UNSUPPORTED_VERSION if ts == -3 else \
+                        ErrorCode.INVALID_REQUEST
+                    continue
+                else:
+                    found = p.log.offset_for_timestamp(ts)
+                    if found is None or found[0] >= p.high_watermark:
+                        offset, found_ts = -1, -1
+                    else:
+                        offset, found_ts = found
+            except KafkaError as e:
+                out["error_code"] = e.code
+                continue
+            except Exception:
+                log.exception("ListOffsets on %s-%d failed", p.topic, p.index)
+                out["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            if version == 0:
+                # v0 returns up to max_num_offsets offsets, newest first; we know the one.
+                out["old_style_offsets"] = [offset] if offset >= 0 and \
+                    pt.get("max_num_offsets", 1) > 0 else []
+            else:
+                out["offset"] = offset
+                out["timestamp"] = found_ts
+        topics.append({"name": t["name"], "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}

@@ -1,0 +1,202 @@
+"""Produce (0): append record batches to partitions.
+
+Reads like the classic handleProducerRequest:
+1. acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS;
+2. each partition's records are validated and appended on their own: one partition's error
+   (unknown partition, corrupt batch, too large, sequence gap, ...) does not stop the others;
+3. acks=0: no response at all; if any partition failed, the connection is closed, the only
+   signal a fire-and-forget producer can get (it then refreshes metadata);
+4. acks=1: respond once the local appends are done;
+5. acks=-1: a DelayedProduce waits in the produce purgatory, watched by partition, until the
+   high watermark passes each appended batch (NONE), the ISR is found below
+   min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND), or the request's timeout passes
+   (REQUEST_TIMED_OUT). An ISR already too small refuses the append (NOT_ENOUGH_REPLICAS).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from ...protocol.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
+from ..purgatory import DelayedOperation
+from ..record_validation import validate_records
+from ..server import NO_RESPONSE, CloseConnection
+
+log = logging.getLogger("gregor.broker.produce")
+
+API_KEY = 0
+# v0-v2 carry magic 0/1 message sets (up-converted on the way in); v3+ carry one v2 batch.
+# v9 is the first flexible version.
+VERSIONS = (0, 8)
+
+
+class PartitionResult:
+    __slots__ = ("topic", "partition", "error", "message", "base_offset", "last_offset",
+                 "log_append_time", "log_start_offset", "pending")
+
+    def __init__(self, topic: str, partition: int):
+        self.topic = topic
+        self.partition = partition
+        self.error = ErrorCode.NONE
+        self.message: str | None = None
+        self.base_offset = -1
+        self.last_offset = -1
+        self.log_append_time = -1
+        self.log_start_offset = -1
+        self.pending = False          # acks=-1: still waiting for the high watermark
+
+    def fail(self, exc: KafkaError) -> None:
+        self.error = exc.code
+        self.message = exc.message
+
+
+def handle(broker, ctx, request):
+    acks = request["acks"]
+    version = ctx.api_version
+    results: list[PartitionResult] = []
+    if request.get("transactional_id") is not None:
+        # Transactions are a separate issue; without a coordinator no transactional producer
+        # can get this far, so refuse plainly.
+        for topic in request["topic_data"]:
+            for pd in topic["partition_data"]:
+                r = PartitionResult(topic["name"], pd["index"])
+                r.error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                r.message = "this broker does not support transactions"
+                results.append(r)
+        return _response(results, version)
+    if acks not in (-1, 0, 1):
+        for topic in request["topic_data"]:
+            for pd in topic["partition_data"]:
+                r = PartitionResult(topic["name"], pd["index"])
+                r.error = ErrorCode.INVALID_REQUIRED_ACKS
+                r.message = f"acks={acks} is not one of -1 (all), 0 or 1"
+                results.append(r)
+        broker.metrics.error(API_KEY, "INVALID_REQUIRED_ACKS")
+        return _response(results, version)
+
+    now_ms = int(time.time() * 1000)
+    for topic in request["topic_data"]:
+        name = topic["name"]
+        for pd in topic["partition_data"]:
+            r = PartitionResult(name, pd["index"])
+            results.append(r)
+            try:
+                _append_partition(broker, r, pd["records"], acks, version, now_ms)
+            except KafkaError as e:
+                r.fail(e)
+                broker.metrics.error(API_KEY, e.name)
+            except Exception as e:
+                log.exception("append to %s-%d failed", name, pd["index"])
+                r.error = ErrorCode.KAFKA_STORAGE_ERROR
+                r.message = f"the broker could not write to the log: {e}"
+                broker.metrics.error(API_KEY, "KAFKA_STORAGE_ERROR")
+
+    if acks == 0:
+        failed = [r for r in results if r.error]
+        if failed:
+            first = failed[0]
+            raise CloseConnection(
+                f"acks=0 produce to {first.topic}-{first.partition} failed with "
+                f"{ErrorCode(first.error).name}"
+                + (f" ({first.message})" if first.message else "")
+                + f"{' and %d more' % (len(failed) - 1) if len(failed) > 1 else ''}; closing "
+                "the connection so the producer notices")
+        return NO_RESPONSE
+
+    if acks == 1 or not any(r.pending for r in results):
+        for r in results:
+            r.pending = False
+        return _response(results, version)
+
+    fut = asyncio.get_running_loop().create_future()
+    op = DelayedProduce(request["timeout_ms"], broker, results, version, fut)
+    keys = [(r.topic, r.partition) for r in results if r.pending]
+    broker.replica_manager.produce_purgatory.try_complete_else_watch(op, keys)
+    return fut
+
+
+def _append_partition(broker, r: PartitionResult, records, acks: int, version: int,
+                      now_ms: int) -> None:
+    p = broker.replica_manager.get(r.topic, r.partition)
+    if p is None:
+        t = broker.store.get(r.topic) or broker.maybe_auto_create(r.topic)
+        p = broker.replica_manager.get(r.topic, r.partition) if t is not None else None
+        if p is None:
+            raise UnknownTopicOrPartitionError(
+                f"topic {r.topic!r} has no partition {r.partition}" if t is not None else
+                f"topic {r.topic!r} does not exist"
+                + ("" if broker.config.get("auto.create.topics.enable")
+                   else " and auto.create.topics.enable is false; create it first"))
+    v = validate_records(records, version, p.config, now_ms)
+    info = p.append_records_to_leader(v.data, acks, now_ms)
+    if not info.duplicate:
+        broker.metrics.records_in(v.records)
+    r.base_offset = info.base_offset
+    r.last_offset = info.last_offset
+    r.log_append_time = info.log_append_time_ms
+    r.log_start_offset = info.log_start_offset
+    r.pending = acks == -1
+
+
+class DelayedProduce(DelayedOperation):
+    """An acks=all produce waiting for the high watermark of each partition it wrote."""
+
+    def __init__(self, timeout_ms, broker, results, version, future):
+        super().__init__(timeout_ms)
+        self.broker = broker
+        self.results = results
+        self.version = version
+        self.future = future
+
+    def try_complete(self) -> bool:
+        rm = self.broker.replica_manager
+        for r in self.results:
+            if not r.pending:
+                continue
+            p = rm.get(r.topic, r.partition)
+            if p is None:
+                r.pending = False
+                r.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                r.message = "the partition was deleted before the write was committed"
+                continue
+            done, code = p.check_enough_replicas_reach_offset(r.last_offset + 1)
+            if done:
+                r.pending = False
+                if code:
+                    r.error = code
+                    r.message = (f"written, but {p.topic}-{p.index} has fewer in-sync replicas "
+                                 f"than min.insync.replicas={p.min_insync_replicas}")
+        if any(r.pending for r in self.results):
+            return False
+        return self.force_complete()
+
+    def on_expiration(self) -> None:
+        for r in self.results:
+            if r.pending:
+                r.pending = False
+                r.error = ErrorCode.REQUEST_TIMED_OUT
+                r.message = ("the write was not committed within the request's timeout_ms; it "
+                             "may still become visible")
+                self.broker.metrics.error(API_KEY, "REQUEST_TIMED_OUT")
+
+    def on_complete(self) -> None:
+        if not self.future.done():
+            self.future.set_result(_response(self.results, self.version))
+
+
+def _response(results: list[PartitionResult], version: int) -> dict:
+    by_topic: dict[str, list] = {}
+    for r in results:
+        failed = r.error != ErrorCode.NONE
+        by_topic.setdefault(r.topic, []).append({
+            "index": r.partition,
+            "error_code": r.error,
+            "base_offset": -1 if failed else r.base_offset,
+            "log_append_time_ms": -1 if failed else r.log_append_time,
+            "log_start_offset": r.log_start_offset,
+            "record_errors": [],
+            "error_message": r.message if failed else None,
+        })
+    return {"responses": [{"name": t, "partition_responses": ps} for t, ps in by_topic.items()],
+            "throttle_time_ms": 0}

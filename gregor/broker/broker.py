@@ -1,0 +1,291 @@
+"""The broker: configuration, data directory, topics, partitions, handlers and the server.
+
+`Broker(config)`; `await broker.start()` opens the data directory (recovering every partition
+log), starts listening and returns the bound (host, port); `await broker.shutdown()` stops
+accepting, lets in-flight requests finish, flushes and closes every log (each writes its
+clean-shutdown marker).
+
+Topic lifecycle lives here too (create, delete, add partitions, auto-create): with a single
+node there is no controller to delegate to, and every admin handler shares these rules.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from ..protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
+                               InvalidReplicaAssignmentError, InvalidReplicationFactorError,
+                               InvalidTopicError, KafkaError, TopicAlreadyExistsError,
+                               TopicDeletionDisabledError, UnknownTopicOrPartitionError)
+from . import apis
+from .apis import api_versions
+from .config import BrokerConfig, ConfigError, validate_topic_configs
+from .metrics import BrokerMetrics
+from .partition import Partition, log_config_for
+from .producer_ids import ProducerIdManager
+from .replica_manager import ReplicaManager
+from .server import Server
+from .topics import TopicInfo, TopicStore, ensure_meta, topic_name_error
+
+log = logging.getLogger("gregor.broker")
+
+# One topic with a million partitions would exhaust file descriptors and memory long before
+# it was useful; a single Python broker serves at most this many partitions per topic.
+MAX_PARTITIONS_PER_TOPIC = 10_000
+# Names Kafka reserves for its internal topics; clients may read them but not create them here.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.broker_id = config.broker_id
+        self.data_dir = Path(config.data_dir)
+        self.metrics = BrokerMetrics()
+        self.replica_manager = ReplicaManager(
+            self.broker_id, fsync_before_commit=bool(config.get("gregor.fsync.before.commit")))
+        self.store = TopicStore(self.data_dir)
+        self.producer_ids: ProducerIdManager | None = None
+        self.cluster_id = ""
+        self.handlers: dict = {}
+        self.api_version_table: list[dict] = []
+        self.server: Server | None = None
+        self.host = ""
+        self.port = 0
+        self.advertised_host = ""
+        self.advertised_port = 0
+        self.metrics_port: int | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._shutdown_started = False
+
+    # -- start / stop -----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open the data directory and every partition log (synchronous; runs before the
+        server accepts connections)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = ensure_meta(self.data_dir, self.broker_id, self.config.get("cluster.id"))
+        self.producer_ids = ProducerIdManager(self.data_dir)
+        self.store.load()
+        for t in list(self.store.topics.values()):
+            if t.deleting:
+                log.info("finishing the deletion of topic %r", t.name)
+                self._delete_partition_dirs(t.name)
+                self.store.remove(t.name)
+                continue
+            cfg = self.topic_config(t)
+            for i in range(t.partitions):
+                self._open_partition(t.name, i, cfg)
+        total = len(self.replica_manager.partitions)
+        log.info("opened %d topic(s), %d partition(s) in %s", len(self.store.live()), total,
+                 self.data_dir)
+
+    async def start(self, metrics_port: int | None = None) -> tuple[str, int]:
+        self.open()
+        self.handlers = apis.build_handlers(self)
+        self.api_version_table = apis.version_table(self.handlers)
+        cfg = self.config
+        self.server = Server(
+            self.handlers, self.metrics,
+            max_request_bytes=int(cfg.get("socket.request.max.bytes")),
+            max_connections=int(cfg.get("max.connections")),
+            max_in_flight=int(cfg.get("queued.max.requests")),
+            idle_timeout_s=int(cfg.get("connections.max.idle.ms")) / 1000.0,
+            unsupported_version_response=lambda: api_versions.unsupported_version_body(self),
+            socket_send_buffer=int(cfg.get("socket.send.buffer.bytes")),
+            socket_receive_buffer=int(cfg.get("socket.receive.buffer.bytes")))
+        host, port = cfg.listener()
+        self.host, self.port = await self.server.start(host or "127.0.0.1", port)
+        adv = cfg.advertised_listener()
+        if adv is not None:
+            self.advertised_host, self.advertised_port = adv
+            if not self.advertised_port:
+                self.advertised_port = self.port
+        else:
+            self.advertised_host = self.host if self.host not in ("0.0.0.0", "::", "") \
+                else socket.gethostname()
+            self.advertised_port = self.port
+        self.metrics.watch_purgatories(self.replica_manager.purgatories)
+        self.metrics.watch_partitions(lambda: list(self.replica_manager.partitions.values()))
+        if metrics_port is not None:
+            self.metrics_port = self.metrics.serve(metrics_port)
+            log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._retention_loop()))
+        return self.host, self.port
+
+    async def shutdown(self) -> None:
+        """Stop accepting, finish in-flight requests, flush and close every log."""
+        if self._shutdown_started:
+            return
+        self._shutdown_started = True
+        log.info("shutting down: no new requests; finishing in-flight ones")
+        if self.server is not None:
+            self.server.stop_accepting()
+        rm = self.replica_manager
+        rm.flush_all()                      # commits what was appended: acks=all complete
+        rm.fetch_purgatory.complete_all()   # long polls answer with what they have
+        rm.produce_purgatory.complete_all()
+        if self.server is not None:
+            timeout = int(self.config.get("gregor.shutdown.timeout.ms")) / 1000.0
+            if not await self.server.drain(timeout):
+                log.warning("some responses were still pending after %.1fs; closing anyway",
+                            timeout)
+            await self.server.close()
+        for t in self._tasks:
+            t.cancel()
+        rm.flush_all()
+        rm.close_all()
+        self.metrics.close()
+        log.info("shutdown complete; logs flushed and closed cleanly")
+
+    async def _retention_loop(self) -> None:
+        interval = max(0.1, int(self.config.get("log.retention.check.interval.ms")) / 1000.0)
+        while True:
+            await asyncio.sleep(interval)
+            now = int(time.time() * 1000)
+            for p in list(self.replica_manager.partitions.values()):
+                try:
+                    p.log.apply_retention(now)
+                    p.reset_after_truncation()
+                except Exception:
+                    log.exception("retention of %s-%d failed", p.topic, p.index)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def topic_config(self, topic: TopicInfo | str) -> dict[str, Any]:
+        """Every topic setting: the topic's own values over the broker's defaults."""
+        t = self.store.get(topic) if isinstance(topic, str) else topic
+        cfg = self.config.topic_defaults()
+        if t is not None:
+            cfg.update(validate_topic_configs(t.configs))
+        return cfg
+
+    def partition_dir(self, topic: str, index: int) -> Path:
+        return self.data_dir / f"{topic}-{index}"
+
+    def _open_partition(self, topic: str, index: int, cfg: dict[str, Any]) -> Partition:
+        from ..log import Log
+        log_ = Log.open(self.partition_dir(topic, index), log_config_for(cfg))
+        p = Partition(topic, index, log_, cfg, self.broker_id)
+        self.replica_manager.add(p)
+        return p
+
+    def check_new_topic(self, name: str, partitions: int, replication_factor: int,
+                        configs: dict[str, str | None],
+                        assignments: list | None = None) -> tuple[int, dict[str, str]]:
+        """Validate a CreateTopics entry; returns (partitions, configs). Raises KafkaError."""
+        problem = topic_name_error(name)
+        if problem:
+            raise InvalidTopicError(problem)
+        if name in INTERNAL_TOPICS:
+            raise InvalidTopicError(f"{name!r} is an internal topic name")
+        if self.store.get(name) is not None:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        if assignments:
+            for a in assignments:
+                ids = a.get("broker_ids") or []
+                if not ids or any(b != self.broker_id for b in ids) or len(set(ids)) != len(ids):
+                    raise InvalidReplicaAssignmentError(
+                        f"replica assignment {ids} for partition {a.get('partition_index')} "
+                        f"names brokers other than the only one, {self.broker_id}")
+            partitions = len(assignments)
+            replication_factor = 1
+        if partitions == -1:
+            partitions = int(self.config.get("num.partitions"))
+        if replication_factor == -1:
+            replication_factor = int(self.config.get("default.replication.factor"))
+        if partitions <= 0:
+            raise InvalidPartitionsError(f"number of partitions must be at least 1, got "
+                                         f"{partitions}")
+        if partitions > MAX_PARTITIONS_PER_TOPIC:
+            raise InvalidPartitionsError(f"{partitions} partitions is more than this broker "
+                                         f"serves per topic ({MAX_PARTITIONS_PER_TOPIC})")
+        if replication_factor <= 0:
+            raise InvalidReplicationFactorError(
+                f"replication factor must be at least 1, got {replication_factor}")
+        if replication_factor > 1:
+            raise InvalidReplicationFactorError(
+                f"replication factor {replication_factor} is larger than the number of "
+                "available brokers (1); use replication factor 1")
+        clean = {k: v for k, v in configs.items() if v is not None}
+        try:
+            validate_topic_configs(clean)
+        except ConfigError as e:
+            raise InvalidConfigurationError(str(e)) from None
+        return partitions, clean
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
+        """Create an already validated topic and open its partitions."""
+        t = self.store.add(name, partitions, configs)
+        cfg = self.topic_config(t)
+        for i in range(partitions):
+            self._open_partition(name, i, cfg)
+        log.info("created topic %r with %d partition(s)%s", name, partitions,
+                 f" and configs {configs}" if configs else "")
+        return t
+
+    def maybe_auto_create(self, name: str) -> TopicInfo | None:
+        """Create topic `name` with the broker defaults if auto-creation is on and the name is
+        legal; returns the topic or None."""
+        t = self.store.get(name)
+        if t is not None:
+            return t
+        if not self.config.get("auto.create.topics.enable"):
+            return None
+        if topic_name_error(name) or name in INTERNAL_TOPICS:
+            return None
+        n = int(self.config.get("num.partitions"))
+        return self.create_topic(name, n, {})
+
+    def delete_topic(self, name: str) -> None:
+        if not self.config.get("delete.topic.enable"):
+            raise TopicDeletionDisabledError(
+                "topic deletion is disabled on this broker (delete.topic.enable=false)")
+        t = self.store.get(name)
+        if t is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        self.store.mark_deleting(name)
+        for p in self.replica_manager.topic_partitions(name):
+            self.replica_manager.remove(p.key)
+            try:
+                p.log.delete()
+            except Exception:
+                log.exception("deleting the log of %s-%d failed; removing its directory",
+                              name, p.index)
+        self._delete_partition_dirs(name)
+        self.store.remove(name)
+        log.info("deleted topic %r", name)
+
+    def _delete_partition_dirs(self, name: str) -> None:
+        import shutil
+        for entry in self.data_dir.glob(f"{name}-*"):
+            suffix = entry.name[len(name) + 1:]
+            if suffix.isdigit() and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def add_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+        t = self.store.get(name)
+        if t is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if total <= t.partitions:
+            raise InvalidPartitionsError(
+                f"topic {name!r} has {t.partitions} partitions; the new count {total} must be "
+                "larger (partitions cannot be removed)")
+        if total > MAX_PARTITIONS_PER_TOPIC:
+            raise InvalidPartitionsError(f"{total} partitions is more than this broker serves "
+                                         f"per topic ({MAX_PARTITIONS_PER_TOPIC})")
+        if validate_only:
+            return
+        cfg = self.topic_config(t)
+        for i in range(t.partitions, total):
+            self._open_partition(name, i, cfg)
+        self.store.set_partitions(name, total)
+        log.info("topic %r now has %d partitions", name, total)
+
+    def error_code_of(self, exc: BaseException) -> int:
+        return exc.code if isinstance(exc, KafkaError) else -1

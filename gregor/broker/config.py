@@ -1,0 +1,386 @@
+"""Broker configuration: Kafka's names, Kafka's defaults, Java-properties files and overrides.
+
+Sources, later ones winning: the defaults below, a `--config` file in Java properties format,
+`--set key=value` pairs, then the command line's own options (--listen, --data-dir, --broker-id).
+Names are Kafka's (`log.segment.bytes`); Python spellings (`log_segment_bytes`) are accepted.
+Unknown names are kept and reported once with a warning, as Kafka does.
+
+Topic-level settings (`segment.bytes`, `retention.ms`, ...) default to their broker-level
+synonyms (`log.segment.bytes`, `log.retention.ms`, ...); `topic_defaults()` resolves them.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("gregor.broker.config")
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: str            # int | long | bool | string | list | double | class | password
+    default: Any
+    doc: str
+
+
+def _s(name, type_, default, doc):
+    return Setting(name, type_, default, doc)
+
+
+# Broker settings we read. Defaults are Kafka's unless the comment says why not.
+BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
+    _s("broker.id", "int", 0, "Id of this broker (Kafka: node.id/broker.id; we default to 0 "
+       "because a single node needs no id allocation)."),
+    _s("node.id", "int", None, "Synonym of broker.id."),
+    _s("listeners", "list", "PLAINTEXT://127.0.0.1:9092",
+       "Where to listen. Kafka binds all interfaces by default; we default to loopback so a "
+       "test broker is never reachable from the network by accident."),
+    _s("advertised.listeners", "list", None, "Addresses given to clients in Metadata."),
+    _s("log.dirs", "list", None, "Data directory (one; several are not supported)."),
+    _s("log.dir", "string", "/tmp/kafka-logs", "Data directory used when log.dirs is unset."),
+    _s("num.partitions", "int", 1, "Partitions of auto-created topics."),
+    _s("default.replication.factor", "int", 1, "Replication factor of auto-created topics."),
+    _s("auto.create.topics.enable", "bool", True, "Create topics on Metadata/Produce."),
+    _s("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
+    _s("log.segment.bytes", "int", 1073741824, "Segment size."),
+    _s("log.roll.ms", "long", None, "Segment age before rolling (overrides log.roll.hours)."),
+    _s("log.roll.hours", "int", 168, "Segment age before rolling."),
+    _s("log.retention.ms", "long", None, "Retention time (overrides minutes/hours)."),
+    _s("log.retention.minutes", "int", None, "Retention time (overrides hours)."),
+    _s("log.retention.hours", "int", 168, "Retention time."),
+    _s("log.retention.bytes", "long", -1, "Retention size per partition (-1: unlimited)."),
+    _s("log.retention.check.interval.ms", "long", 300000, "How often retention runs."),
+    _s("log.cleanup.policy", "list", "delete", "delete or compact (compaction not supported)."),
+    _s("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries."),
+    _s("log.index.size.max.bytes", "int", 10485760, "Maximum offset-index size."),
+    _s("log.flush.interval.messages", "long", LONG_MAX, "Messages between fsyncs."),
+    _s("log.flush.interval.ms", "long", None, "Time between fsyncs."),
+    _s("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime."),
+    _s("log.message.timestamp.difference.max.ms", "long", LONG_MAX,
+       "Largest allowed |record timestamp - broker time| for CreateTime topics."),
+    _s("log.message.timestamp.before.max.ms", "long", LONG_MAX,
+       "Largest allowed age of a record timestamp for CreateTime topics."),
+    _s("log.message.timestamp.after.max.ms", "long", LONG_MAX,
+       "Largest allowed lead of a record timestamp for CreateTime topics."),
+    _s("message.max.bytes", "int", 1048588, "Largest record batch accepted."),
+    _s("compression.type", "string", "producer", "Only 'producer' (keep what producers send)."),
+    _s("min.insync.replicas", "int", 1, "In-sync replicas needed to accept acks=all writes."),
+    _s("unclean.leader.election.enable", "bool", False, "Kept for DescribeConfigs."),
+    _s("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
+    _s("socket.send.buffer.bytes", "int", 102400, "SO_SNDBUF (-1: OS default)."),
+    _s("socket.receive.buffer.bytes", "int", 102400, "SO_RCVBUF (-1: OS default)."),
+    _s("connections.max.idle.ms", "long", 600000, "Close connections idle this long."),
+    _s("max.connections", "int", 1000,
+       "Cap on open client connections. Kafka's default is unlimited; one Python process has a "
+       "bounded file-descriptor budget and memory, so we cap it."),
+    _s("queued.max.requests", "int", 500,
+       "Requests one connection may have in flight (pipelined) before the broker stops reading "
+       "from it; this bounds the memory a single client can pin."),
+    _s("fetch.max.bytes", "int", 57671680, "Largest fetch response."),
+    _s("producer.id.expiration.ms", "int", 86400000, "Idle producer state expiry."),
+    _s("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout accepted."),
+    _s("num.network.threads", "int", 3, "Accepted for compatibility; gregor uses one loop."),
+    _s("num.io.threads", "int", 8, "Accepted for compatibility; gregor uses one loop."),
+    _s("offsets.topic.replication.factor", "int", 3, "Accepted for compatibility."),
+    _s("transaction.state.log.replication.factor", "int", 3, "Accepted for compatibility."),
+    _s("transaction.state.log.min.isr", "int", 2, "Accepted for compatibility."),
+    _s("group.initial.rebalance.delay.ms", "int", 3000, "Accepted for compatibility."),
+    _s("cluster.id", "string", None, "Cluster id; generated and stored in meta.properties."),
+    # gregor's own settings (no Kafka equivalent).
+    _s("gregor.fsync.before.commit", "bool", True,
+       "fsync a partition before its high watermark moves past new records, so acks=all "
+       "producers and consumers only ever see data that is on disk. fsyncs are grouped: one "
+       "per partition per event-loop iteration. false = Kafka's behaviour (page cache only)."),
+    _s("gregor.shutdown.timeout.ms", "long", 10000,
+       "How long a graceful shutdown waits for in-flight requests."),
+]}
+
+# Topic-level settings and their broker-level synonyms (None: no broker synonym).
+TOPIC_SETTINGS: dict[str, tuple[str, str | None, Any]] = {
+    # name: (type, broker synonym, default when no synonym)
+    "cleanup.policy": ("list", "log.cleanup.policy", None),
+    "compression.type": ("string", "compression.type", None),
+    "delete.retention.ms": ("long", None, 86400000),
+    "file.delete.delay.ms": ("long", None, 60000),
+    "flush.messages": ("long", "log.flush.interval.messages", None),
+    "flush.ms": ("long", "log.flush.interval.ms", None),
+    "index.interval.bytes": ("int", "log.index.interval.bytes", None),
+    "max.message.bytes": ("int", "message.max.bytes", None),
+    "message.timestamp.type": ("string", "log.message.timestamp.type", None),
+    "message.timestamp.difference.max.ms": (
+        "long", "log.message.timestamp.difference.max.ms", None),
+    "message.timestamp.before.max.ms": ("long", "log.message.timestamp.before.max.ms", None),
+    "message.timestamp.after.max.ms": ("long", "log.message.timestamp.after.max.ms", None),
+    "min.insync.replicas": ("int", "min.insync.replicas", None),
+    "preallocate": ("bool", None, False),
+    "retention.bytes": ("long", "log.retention.bytes", None),
+    "retention.ms": ("long", "log.retention.ms", None),
+    "segment.bytes": ("int", "log.segment.bytes", None),
+    "segment.ms": ("long", "log.roll.ms", None),
+    "segment.index.bytes": ("int", "log.index.size.max.bytes", None),
+    "segment.jitter.ms": ("long", None, 0),
+    "unclean.leader.election.enable": ("bool", "unclean.leader.election.enable", None),
+    "message.downconversion.enable": ("bool", None, True),
+    "min.compaction.lag.ms": ("long", None, 0),
+    "max.compaction.lag.ms": ("long", None, LONG_MAX),
+    "min.cleanable.dirty.ratio": ("double", None, 0.5),
+}
+
+
+class ConfigError(ValueError):
+    """A setting that is unknown where it must be known, or a value of the wrong type."""
+
+
+def normalize_name(name: str) -> str:
+    """'log_segment_bytes' -> 'log.segment.bytes' (Kafka's names never contain '_')."""
+    return name.strip().replace("_", ".")
+
+
+def parse_value(name: str, type_: str, raw: Any) -> Any:
+    """Turn a string (or already typed value) into the setting's type."""
+    if raw is None or not isinstance(raw, str):
+        if type_ == "bool" and isinstance(raw, int) and not isinstance(raw, bool):
+            raise ConfigError(f"{name} must be true or false, got {raw!r}")
+        return raw
+    s = raw.strip()
+    try:
+        if type_ in ("int", "long"):
+            v = int(s)
+            if type_ == "int" and not -(1 << 31) <= v <= INT_MAX:
+                raise ConfigError(f"{name}={s} does not fit in a 32-bit int")
+            return v
+        if type_ == "double":
+            return float(s)
+        if type_ == "bool":
+            if s.lower() in ("true", "false"):
+                return s.lower() == "true"
+            raise ConfigError(f"{name} must be true or false, got {s!r}")
+    except ValueError as e:
+        if isinstance(e, ConfigError):
+            raise
+        raise ConfigError(f"{name} expects a {type_}, got {s!r}") from None
+    return s
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties: `key=value`, `key: value` or `key value`; '#' and '!' comments;
+    a trailing backslash continues the line; \\t, \\n, \\uXXXX escapes."""
+    out: dict[str, str] = {}
+    logical: list[str] = []
+    pending = ""
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if not pending and (not stripped or stripped[0] in "#!"):
+            continue
+        cur = pending + stripped
+        backslashes = len(cur) - len(cur.rstrip("\\"))
+        if backslashes % 2 == 1:
+            pending = cur[:-1]
+            continue
+        pending = ""
+        logical.append(cur)
+    if pending:
+        logical.append(pending)
+    for entry in logical:
+        key, i, n = [], 0, len(entry)
+        while i < n:
+            c = entry[i]
+            if c == "\\" and i + 1 < n:
+                key.append(entry[i:i + 2])
+                i += 2
+                continue
+            if c in "=: \t\f":
+                break
+            key.append(c)
+            i += 1
+        while i < n and entry[i] in " \t\f":
+            i += 1
+        if i < n and entry[i] in "=:":
+            i += 1
+            while i < n and entry[i] in " \t\f":
+                i += 1
+        out[_unescape("".join(key))] = _unescape(entry[i:])
+    return out
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            nxt = s[i + 1]
+            if nxt == "u" and i + 6 <= len(s):
+                try:
+                    out.append(chr(int(s[i + 2:i + 6], 16)))
+                    i += 6
+                    continue
+                except ValueError:
+                    pass
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+class BrokerConfig:
+    """Resolved broker settings. `cfg["log.segment.bytes"]` or `cfg.get(...)`."""
+
+    def __init__(self, overrides: dict[str, Any] | None = None):
+        self.values: dict[str, Any] = {}
+        self.explicit: set[str] = set()
+        self.unknown: dict[str, str] = {}
+        for name, value in (overrides or {}).items():
+            self.set(name, value)
+
+    @classmethod
+    def load(cls, config_file: str | None = None, sets: list[str] | tuple = (),
+             **options: Any) -> "BrokerConfig":
+        cfg = cls()
+        if config_file:
+            with open(config_file, encoding="utf-8") as f:
+                for k, v in parse_properties(f.read()).items():
+                    cfg.set(k, v)
+        for item in sets:
+            if "=" not in item:
+                raise ConfigError(f"--set expects key=value, got {item!r}")
+            k, v = item.split("=", 1)
+            cfg.set(k, v)
+        for k, v in options.items():
+            if v is not None:
+                cfg.set(k, v)
+        for k in cfg.unknown:
+            log.warning("config %s is not a known broker setting; it is kept but unused", k)
+        return cfg
+
+    def set(self, name: str, value: Any) -> None:
+        name = normalize_name(name)
+        s = BROKER_SETTINGS.get(name)
+        if s is None:
+            self.unknown[name] = value
+            return
+        self.values[name] = parse_value(name, s.type, value)
+        self.explicit.add(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        name = normalize_name(name)
+        if name in self.values:
+            return self.values[name]
+        s = BROKER_SETTINGS.get(name)
+        if s is not None:
+            return s.default
+        return self.unknown.get(name, default)
+
+    __getitem__ = get
+
+    def is_default(self, name: str) -> bool:
+        return normalize_name(name) not in self.explicit
+
+    # -- derived values --------------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        node = self.get("node.id")
+        return int(node) if node is not None and self.is_default("broker.id") else \
+            int(self.get("broker.id"))
+
+    @property
+    def data_dir(self) -> str:
+        dirs = self.get("log.dirs")
+        if dirs:
+            parts = [d.strip() for d in str(dirs).split(",") if d.strip()]
+            if len(parts) > 1:
+                raise ConfigError("gregor supports one data directory; log.dirs lists "
+                                  f"{len(parts)}: {dirs}")
+            return parts[0]
+        return self.get("log.dir")
+
+    def listener(self) -> tuple[str, int]:
+        return parse_listener(str(self.get("listeners")))
+
+    def advertised_listener(self) -> tuple[str, int] | None:
+        adv = self.get("advertised.listeners")
+        return parse_listener(str(adv)) if adv else None
+
+    def retention_ms(self) -> int:
+        if self.get("log.retention.ms") is not None:
+            return int(self.get("log.retention.ms"))
+        if self.get("log.retention.minutes") is not None:
+            return int(self.get("log.retention.minutes")) * 60_000
+        return int(self.get("log.retention.hours")) * 3_600_000
+
+    def roll_ms(self) -> int:
+        if self.get("log.roll.ms") is not None:
+            return int(self.get("log.roll.ms"))
+        return int(self.get("log.roll.hours")) * 3_600_000
+
+    def broker_value_for_topic(self, topic_key: str) -> Any:
+        """The broker-level value a topic setting falls back to."""
+        type_, synonym, default = TOPIC_SETTINGS[topic_key]
+        if topic_key == "retention.ms":
+            return self.retention_ms()
+        if topic_key == "segment.ms":
+            return self.roll_ms()
+        if topic_key == "flush.ms":
+            v = self.get("log.flush.interval.ms")
+            return LONG_MAX if v is None else v
+        if synonym is None:
+            return default
+        return self.get(synonym)
+
+    def topic_defaults(self) -> dict[str, Any]:
+        return {k: self.broker_value_for_topic(k) for k in TOPIC_SETTINGS}
+
+
+def parse_listener(spec: str) -> tuple[str, int]:
+    """'PLAINTEXT://host:port' or 'host:port' (first entry of a list) -> (host, port)."""
+    first = spec.split(",")[0].strip()
+    if "://" in first:
+        scheme, first = first.split("://", 1)
+        if scheme.upper() not in ("PLAINTEXT",):
+            raise ConfigError(f"listener {spec!r}: only PLAINTEXT is supported")
+    host, sep, port = first.rpartition(":")
+    if not sep:
+        raise ConfigError(f"listener {spec!r} must look like HOST:PORT")
+    host = host.strip("[]")
+    try:
+        return host, int(port)
+    except ValueError:
+        raise ConfigError(f"listener {spec!r}: port {port!r} is not a number") from None
+
+
+def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, Any]:
+    """Typed topic configs; raises ConfigError naming the bad entry."""
+    out: dict[str, Any] = {}
+    for k, v in configs.items():
+        if k not in TOPIC_SETTINGS:
+            raise ConfigError(f"unknown topic config {k!r}")
+        if v is None:
+            continue
+        type_ = TOPIC_SETTINGS[k][0]
+        val = parse_value(k, type_, v)
+        if k == "message.timestamp.type" and val not in ("CreateTime", "LogAppendTime"):
+            raise ConfigError("message.timestamp.type must be CreateTime or LogAppendTime")
+        if k == "cleanup.policy" and any(p.strip() not in ("delete", "compact")
+                                         for p in str(val).split(",")):
+            raise ConfigError("cleanup.policy must be delete and/or compact")
+        if k in ("min.insync.replicas", "max.message.bytes", "segment.bytes") and val < 1:
+            raise ConfigError(f"{k} must be at least 1, got {val}")
+        out[k] = val
+    return out
+
+
+def config_to_string(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)

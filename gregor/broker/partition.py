@@ -1,0 +1,121 @@
+"""One partition on this broker: its log, high watermark, leader epoch and ISR.
+
+gregor runs one replica per partition, so this broker is always the leader and the ISR is
+[this broker]. The high watermark (the commit point consumers and acks=all producers wait for)
+moves after an append once the data is durable: right away when the broker runs with
+gregor.fsync.before.commit=false, after the grouped fsync otherwise (see ReplicaManager).
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from ..protocol.errors import ErrorCode, NotEnoughReplicasError
+
+log = logging.getLogger("gregor.broker.partition")
+
+# The Log understands these topic settings; the others are kept for DescribeConfigs.
+LOG_SETTINGS = ("segment.bytes", "segment.ms", "retention.bytes", "retention.ms",
+                "flush.messages", "flush.ms", "index.interval.bytes", "segment.index.bytes",
+                "max.message.bytes",
+                "message.timestamp.type")
+
+
+def log_config_for(topic_config: dict[str, Any]):
+    from ..log import LogConfig
+    return LogConfig.from_dict({k: topic_config[k] for k in LOG_SETTINGS if k in topic_config})
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, log_, config: dict[str, Any], broker_id: int,
+                 manager=None):
+        self.topic = topic
+        self.index = index
+        self.key = (topic, index)
+        self.log = log_
+        self.config = config
+        self.broker_id = broker_id
+        self.manager = manager
+        self.leader_epoch = 0
+        self.isr = [broker_id]
+        self.replicas = [broker_id]
+        self.deleted = False
+        # Everything the log recovered at start-up was on disk, so it is committed.
+        self.high_watermark = log_.log_end_offset
+        # Bytes that became readable (below the HW) since start; DelayedFetch compares
+        # snapshots of this counter to know whether min_bytes is reached without reading.
+        self.committed_bytes = 0
+        self._uncommitted: deque[tuple[int, int]] = deque()   # (end offset, bytes)
+
+    # -- settings --------------------------------------------------------------------------
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return int(self.config.get("min.insync.replicas", 1))
+
+    @property
+    def max_message_bytes(self) -> int:
+        return int(self.config.get("max.message.bytes", 1048588))
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.config.get("message.timestamp.type") == "LogAppendTime"
+
+    def update_config(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+    # -- produce ---------------------------------------------------------------------------
+
+    def append_records_to_leader(self, data: bytes, required_acks: int, now_ms: int):
+        """Append validated v2 batches; returns the log's AppendInfo. Raises
+        NotEnoughReplicasError (nothing appended) when acks=all cannot be satisfied, and the
+        log's own errors (sequence checks, storage errors)."""
+        in_sync = len(self.isr)
+        if required_acks == -1 and in_sync < self.min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.index} has {in_sync} in-sync replica(s), below its "
+                f"min.insync.replicas={self.min_insync_replicas}; lower min.insync.replicas or "
+                "produce with acks=1")
+        info = self.log.append(
+            data, timestamp_type="LogAppendTime" if self.log_append_time else "CreateTime",
+            now_ms=now_ms)
+        if not info.duplicate:
+            self._uncommitted.append((info.last_offset + 1, len(data)))
+            if self.manager is not None:
+                self.manager.appended(self)
+            else:
+                self.maybe_advance_high_watermark()
+        return info
+
+    def maybe_advance_high_watermark(self) -> bool:
+        """Move the HW to the log end (the data there is durable). True if it moved."""
+        leo = self.log.log_end_offset
+        if leo <= self.high_watermark:
+            return False
+        self.high_watermark = leo
+        unc = self._uncommitted
+        while unc and unc[0][0] <= leo:
+            self.committed_bytes += unc.popleft()[1]
+        return True
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
+        """(done, error_code) for an acks=all produce waiting for required_offset."""
+        if self.deleted:
+            return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if self.high_watermark >= required_offset:
+            if len(self.isr) < self.min_insync_replicas:
+                return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return True, ErrorCode.NONE
+        return False, ErrorCode.NONE
+
+    # -- housekeeping ----------------------------------------------------------------------
+
+    def reset_after_truncation(self) -> None:
+        """After DeleteRecords/truncation: clamp the HW into the log's range."""
+        self.high_watermark = min(max(self.high_watermark, self.log.log_start_offset),
+                                  self.log.log_end_offset)
+        self._uncommitted.clear()
+
+    def __repr__(self) -> str:
+        return f"Partition({self.topic}-{self.index}, hw={self.high_watermark})"

@@ -1,0 +1,408 @@
+"""The network layer: an asyncio server speaking size-prefixed Kafka frames.
+
+One `Connection` (an asyncio.Protocol) per client. Frames are cut from the byte stream, the
+header is peeked, the body decoded by the API's schema and handed to the handler registered
+for that API key. A handler returns one of:
+
+- a response body (dict): the response is ready now;
+- an asyncio Future resolving to a body: the response waits (e.g. in the purgatory);
+- NO_RESPONSE: nothing is sent (Produce with acks=0);
+- or raises CloseConnection: responses already queued are written, then the connection closes.
+
+Responses leave in request order on each connection, whatever order their futures complete in;
+requests may be pipelined up to `queued.max.requests` in flight per connection.
+
+Hostile input (a negative or oversized size prefix, an unknown API key, an unsupported version,
+an undecodable body) gets one log line and a closed connection; the server carries on. The only
+bytes held per connection are the ones received, and a frame is at most socket.request.max.bytes.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from collections import deque
+from typing import Any, Callable
+
+from ..protocol.header import decode_request, encode_response, peek_request_header
+from ..protocol.primitives import DecodeError
+
+log = logging.getLogger("gregor.broker.server")
+
+NO_RESPONSE = object()
+_SIZE = struct.Struct(">i")
+_HTTP_PREFIXES = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN")
+_TLS_HANDSHAKE = 0x16
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to close the client's connection (after earlier responses)."""
+
+
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    __slots__ = ("connection", "api", "api_key", "api_version", "correlation_id", "client_id",
+                 "received")
+
+    def __init__(self, connection, api, header, received: float):
+        self.connection = connection
+        self.api = api
+        self.api_key = header.api_key
+        self.api_version = header.api_version
+        self.correlation_id = header.correlation_id
+        self.client_id = header.client_id
+        self.received = received
+
+    @property
+    def peer(self) -> str:
+        return self.connection.peer if self.connection is not None else "local"
+
+
+class Handler:
+    """One API key's handler: versions we serve and the function that serves them."""
+
+    __slots__ = ("api", "min_version", "max_version", "handle")
+
+    def __init__(self, api, min_version: int, max_version: int, handle: Callable):
+        self.api = api
+        self.min_version = min_version
+        self.max_version = max_version
+        self.handle = handle
+
+
+class _Pending:
+    __slots__ = ("handler", "version", "correlation_id", "result", "started")
+
+    def __init__(self, handler, version, correlation_id, result, started):
+        self.handler = handler
+        self.version = version
+        self.correlation_id = correlation_id
+        self.result = result
+        self.started = started
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: "Server"):
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.buf = bytearray()
+        self.pending: deque[_Pending] = deque()
+        self.closed = False
+        self.close_when_drained = False
+        self.paused_for_queue = False
+        self.paused_for_writes = False
+        self.stopped_reading = False
+        self.last_active = time.monotonic()
+
+    # -- asyncio.Protocol -----------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        srv = self.server
+        if srv.stopping:
+            transport.abort()
+            self.closed = True
+            return
+        if len(srv.connections) >= srv.max_connections:
+            log.warning("refusing connection from %s: max.connections=%d reached",
+                        self.peer, srv.max_connections)
+            self.closed = True
+            transport.abort()
+            return
+        srv.connections.add(self)
+        srv.metrics.connection_opened()
+        # Responses can be large (fetch); let the transport buffer a few of them before
+        # asking us to stop reading from this client.
+        transport.set_write_buffer_limits(high=srv.write_buffer_high)
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        if self in self.server.connections:
+            self.server.connections.discard(self)
+            self.server.metrics.connection_closed()
+        for p in self.pending:
+            if isinstance(p.result, asyncio.Future) and not p.result.done():
+                # The delayed operation still completes for the broker's bookkeeping;
+                # only its response has nowhere to go.
+                pass
+        self.pending.clear()
+        self.buf = bytearray()
+
+    def pause_writing(self) -> None:
+        self.paused_for_writes = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self.paused_for_writes = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_active = time.monotonic()
+        srv = self.server
+        srv.metrics.bytes_in(len(data))
+        buf = self.buf
+        buf += data
+        pos, n = 0, len(buf)
+        max_size = srv.max_request_bytes
+        while n - pos >= 4:
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < 0 or size > max_size:
+                self._hostile_size(size, bytes(buf[pos:pos + 4]))
+                return
+            end = pos + 4 + size
+            if end > n:
+                break
+            frame = bytes(buf[pos + 4:end])
+            pos = end
+            self._handle_frame(frame)
+            if self.closed:
+                return
+            if self.stopped_reading:
+                break
+        if pos:
+            del buf[:pos]
+
+    # -- requests -------------------------------------------------------------------------
+
+    def _hostile_size(self, size: int, prefix: bytes) -> None:
+        if prefix in _HTTP_PREFIXES:
+            what = f"what looks like an HTTP request ({prefix!r}); this port speaks Kafka"
+        elif prefix and prefix[0] == _TLS_HANDSHAKE:
+            what = "what looks like a TLS handshake; this listener is PLAINTEXT"
+        elif size < 0:
+            what = f"a negative frame size {size}"
+        else:
+            what = (f"a frame of {size} bytes, over socket.request.max.bytes="
+                    f"{self.server.max_request_bytes}")
+        self.close(f"sent {what}")
+
+    def _handle_frame(self, frame: bytes) -> None:
+        srv = self.server
+        started = time.perf_counter()
+        try:
+            api_key, version, corr = peek_request_header(frame)
+        except DecodeError as e:
+            self.close(f"sent an undecodable request header: {e}")
+            return
+        handler = srv.handlers.get(api_key)
+        if handler is None:
+            self.close(f"sent API key {api_key}, which this broker does not implement")
+            return
+        if not handler.min_version <= version <= handler.max_version:
+            if srv.unsupported_version_response is not None and api_key == 18:
+                # ApiVersions at a version we do not know: answer in v0 format with error 35
+                # and our table, so the client can retry at a version we speak.
+                self._enqueue(handler, 0, corr, srv.unsupported_version_response(), started)
+                return
+            self.close(f"sent {handler.api.name} v{version}; this broker serves "
+                       f"v{handler.min_version}-v{handler.max_version}")
+            return
+        try:
+            header, body = decode_request(handler.api, frame)
+        except (DecodeError, ValueError, UnicodeDecodeError) as e:
+            self.close(f"sent a {handler.api.name} v{version} request that does not decode: {e}")
+            return
+        srv.metrics.request(api_key)
+        ctx = RequestContext(self, handler.api, header, started)
+        try:
+            result = handler.handle(ctx, body)
+        except CloseConnection as e:
+            self.close_after_pending(str(e))
+            return
+        except Exception:
+            log.exception("%s v%d from %s failed; closing the connection",
+                          handler.api.name, version, self.peer)
+            srv.metrics.error(api_key)
+            self.close_after_pending("")
+            return
+        if result is NO_RESPONSE:
+            srv.metrics.latency(api_key, time.perf_counter() - started)
+            return
+        self._enqueue(handler, version, corr, result, started)
+
+    def _enqueue(self, handler, version, corr, result, started) -> None:
+        if not self.pending and not isinstance(result, asyncio.Future):
+            self._write(handler, version, corr, result, started)
+            return
+        self.pending.append(_Pending(handler, version, corr, result, started))
+        if isinstance(result, asyncio.Future):
+            result.add_done_callback(self._on_result)
+        if len(self.pending) >= self.server.max_in_flight:
+            self.paused_for_queue = True
+            self._update_reading()
+        self._drain()
+
+    def _on_result(self, _fut) -> None:
+        self._drain()
+
+    def _drain(self) -> None:
+        pending = self.pending
+        while pending and not self.closed:
+            head = pending[0]
+            res = head.result
+            if isinstance(res, asyncio.Future):
+                if not res.done():
+                    break
+                if res.cancelled():
+                    pending.popleft()
+                    self.close(f"{head.handler.api.name} was cancelled (broker shutting down)")
+                    return
+                exc = res.exception()
+                if exc is not None:
+                    pending.popleft()
+                    log.error("%s from %s failed: %r", head.handler.api.name, self.peer, exc,
+                              exc_info=exc)
+                    self.close("")
+                    return
+                res = res.result()
+            pending.popleft()
+            self._write(head.handler, head.version, head.correlation_id, res, head.started)
+        if self.paused_for_queue and len(pending) < self.server.max_in_flight // 2 + 1:
+            self.paused_for_queue = False
+            self._update_reading()
+        if not pending and self.close_when_drained and not self.closed:
+            self.close(None)
+
+    def _write(self, handler, version, corr, body, started) -> None:
+        if self.closed:
+            return
+        srv = self.server
+        try:
+            frame = body if isinstance(body, (bytes, bytearray)) else \
+                encode_response(handler.api, version, corr, body)
+        except Exception:
+            log.exception("could not encode the %s v%d response for %s; closing the connection",
+                          handler.api.name, version, self.peer)
+            self.close("")
+            return
+        self.transport.write(frame)
+        srv.metrics.bytes_out(len(frame))
+        srv.metrics.latency(handler.api.key, time.perf_counter() - started)
+
+    # -- flow control and closing ---------------------------------------------------------
+
+    def _update_reading(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        stop = self.paused_for_queue or self.paused_for_writes or self.server.stopping
+        if stop and not self.stopped_reading:
+            self.stopped_reading = True
+            self.transport.pause_reading()
+        elif not stop and self.stopped_reading:
+            self.stopped_reading = False
+            self.transport.resume_reading()
+            if self.buf:
+                # Frames that arrived before we paused are still waiting in the buffer.
+                asyncio.get_running_loop().call_soon(self.data_received, b"")
+
+    def close_after_pending(self, reason: str) -> None:
+        """Write the responses already owed, then close."""
+        if reason:
+            log.warning("closing connection from %s: %s", self.peer, reason)
+        self.close_when_drained = True
+        self.stopped_reading = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+        self._drain()
+
+    def close(self, reason: str | None) -> None:
+        if self.closed:
+            return
+        if reason:
+            log.warning("closing connection from %s: it %s", self.peer, reason)
+        self.closed = True
+        self.pending.clear()
+        if self.transport is not None:
+            self.transport.close()
+
+    @property
+    def idle(self) -> bool:
+        return not self.pending
+
+
+class Server:
+    """Accepts connections and routes frames to handlers."""
+
+    def __init__(self, handlers: dict[int, Handler], metrics, *, max_request_bytes: int,
+                 max_connections: int, max_in_flight: int, idle_timeout_s: float,
+                 unsupported_version_response: Callable[[], Any] | None = None,
+                 socket_send_buffer: int = -1, socket_receive_buffer: int = -1):
+        self.handlers = handlers
+        self.metrics = metrics
+        self.max_request_bytes = max_request_bytes
+        self.max_connections = max_connections
+        self.max_in_flight = max(1, max_in_flight)
+        self.idle_timeout_s = idle_timeout_s
+        self.unsupported_version_response = unsupported_version_response
+        self.socket_send_buffer = socket_send_buffer
+        self.socket_receive_buffer = socket_receive_buffer
+        # A few MiB of unsent responses per connection before we stop reading its requests.
+        self.write_buffer_high = 4 * 1024 * 1024
+        self.connections: set[Connection] = set()
+        self.stopping = False
+        self._server: asyncio.AbstractServer | None = None
+        self._idle_task: asyncio.Task | None = None
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: Connection(self), host, port,
+                                                reuse_address=True, backlog=1024)
+        sock = self._server.sockets[0]
+        import socket as _socket
+        for opt, val in ((_socket.SO_SNDBUF, self.socket_send_buffer),
+                         (_socket.SO_RCVBUF, self.socket_receive_buffer)):
+            if val and val > 0:
+                try:
+                    sock.setsockopt(_socket.SOL_SOCKET, opt, val)
+                except OSError:
+                    pass
+        self._idle_task = loop.create_task(self._close_idle())
+        addr = sock.getsockname()
+        return addr[0], addr[1]
+
+    async def _close_idle(self) -> None:
+        # Check often enough that a connection is closed within ~1/4 of its timeout late.
+        interval = max(0.05, min(self.idle_timeout_s / 4, 10.0))
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                if conn.idle and now - conn.last_active > self.idle_timeout_s:
+                    log.debug("closing connection from %s: idle for more than "
+                              "connections.max.idle.ms", conn.peer)
+                    conn.close(None)
+
+    def stop_accepting(self) -> None:
+        self.stopping = True
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn._update_reading()
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait until every connection has written the responses it owes."""
+        deadline = time.monotonic() + timeout
+        while any(c.pending for c in self.connections):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
+    async def close(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+        for conn in list(self.connections):
+            conn.close(None)
+        if self._server is not None:
+            self._server.close()
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+            except (asyncio.TimeoutError, Exception):
+                pass

@@ -1,0 +1,82 @@
+"""`gregor broker`: run a Kafka-compatible broker.
+
+    gregor broker --listen 127.0.0.1:9092 --data-dir ./data [--broker-id N]
+                  [--config server.properties] [--set key=value ...] [--metrics-port P]
+
+Prints `gregor broker ready on HOST:PORT` on stdout once it accepts connections. SIGTERM or
+SIGINT stops it gracefully (finish in-flight requests, flush, clean-shutdown marker, exit 0).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+import click
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--listen", metavar="HOST:PORT", default=None,
+              help="Address to listen on (port 0 picks a free port). Default: listeners "
+                   "setting, 127.0.0.1:9092.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Directory for topic data (Kafka's log.dirs).")
+@click.option("--broker-id", type=int, default=None, help="This broker's id (default 0).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="A Java properties file with Kafka setting names.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Override one setting, e.g. --set num.partitions=3 (repeatable).")
+@click.option("--metrics-port", type=int, default=None,
+              help="Serve Prometheus metrics on 127.0.0.1:PORT (0 picks a free port).")
+@click.option("--log-level", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def command(listen, data_dir, broker_id, config_file, sets, metrics_port, log_level):
+    """Run a Kafka-compatible broker."""
+    from ..broker.config import BrokerConfig, ConfigError
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    options = {}
+    if listen:
+        options["listeners"] = f"PLAINTEXT://{listen}"
+    if data_dir:
+        options["log.dirs"] = data_dir
+    if broker_id is not None:
+        options["broker.id"] = broker_id
+    try:
+        config = BrokerConfig.load(config_file, sets, **options)
+        config.listener()
+        config.data_dir  # noqa: B018 - validates log.dirs
+    except (ConfigError, OSError) as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        import uvloop
+    except ImportError:
+        uvloop = None
+    runner = uvloop.run if uvloop is not None else asyncio.run
+    code = runner(_serve(config, metrics_port))
+    sys.exit(code)
+
+
+async def _serve(config, metrics_port) -> int:
+    from ..broker.broker import Broker
+
+    log = logging.getLogger("gregor.broker")
+    broker = Broker(config)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        host, port = await broker.start(metrics_port)
+    except Exception as e:
+        log.error("broker failed to start: %s", e, exc_info=not isinstance(e, (OSError,
+                                                                              RuntimeError)))
+        return 1
+    log.info("broker %d of cluster %s serving %d APIs", broker.broker_id, broker.cluster_id,
+             len(broker.handlers))
+    print(f"gregor broker ready on {host}:{port}", flush=True)
+    await stop.wait()
+    await broker.shutdown()
+    return 0

@@ -1,0 +1,64 @@
+"""Options and error handling shared by the client commands (topics, produce, consume, perf)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import click
+
+DEFAULT_BOOTSTRAP = "localhost:9092"
+
+
+def bootstrap_option(fn):
+    """--bootstrap-server HOST:PORT[,HOST:PORT] (Kafka's tools spell it this way)."""
+    return click.option(
+        "--bootstrap-server", "-b", "bootstrap", metavar="HOST:PORT",
+        default=DEFAULT_BOOTSTRAP, show_default=True, envvar="GREGOR_BOOTSTRAP_SERVER",
+        help="Broker(s) to connect to (also $GREGOR_BOOTSTRAP_SERVER).")(fn)
+
+
+def parse_props(items, what: str = "--property") -> dict:
+    """['acks=all', 'linger.ms=5'] -> {'acks': 'all', 'linger.ms': '5'}."""
+    out = {}
+    for item in items or ():
+        for part in ([item] if isinstance(item, str) else item):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise click.BadParameter(f"{part!r}: expected KEY=VALUE", param_hint=what)
+            out[key.strip()] = value.strip()
+    return out
+
+
+def client_config(bootstrap: str, props: dict | None = None, **extra) -> dict:
+    cfg = {"bootstrap.servers": bootstrap, "client.id": "gregor-cli"}
+    cfg.update(extra)
+    cfg.update(props or {})
+    return cfg
+
+
+@contextlib.contextmanager
+def friendly_errors():
+    """Turn client errors into a one-line message and exit code 1 instead of a traceback."""
+    from ..client.errors import ClientError
+    from ..protocol.errors import KafkaError
+
+    try:
+        yield
+    except (KafkaError, ClientError, ConnectionError, TimeoutError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
+
+
+def with_friendly_errors(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with friendly_errors():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+def load_producer_class():
+    try:
+        from ..client.producer import Producer
+    except (ImportError, AttributeError) as e:
+        raise click.ClickException(f"the gregor producer is not available in this build ({e})")
+    return Producer

@@ -1,0 +1,33 @@
+"""`gregor demo`: the flights pipeline on Spark and gregor, end to end.
+
+    gregor demo [--output demo-output] [--bootstrap-server HOST:PORT] [--limit N]
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-output"),
+              show_default=True, help="Directory for the report, chart, Parquet files and work state.")
+@click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
+              help="Use this Kafka-compatible cluster instead of starting a gregor broker. The topics "
+                   "'flights' and 'flight-delays' there are deleted and created afresh.")
+@click.option("--limit", type=click.IntRange(min=100), default=None,
+              help="Only the first N flights in departure order (a quick run; CI uses this).")
+@click.option("--max-offsets-per-trigger", type=click.IntRange(min=1), default=None,
+              help="Records per micro-batch (default: about a sixth of the flights).")
+@click.option("--partitions", type=click.IntRange(min=1, max=64), default=4, show_default=True,
+              help="Partitions of the 'flights' topic.")
+def command(output, bootstrap, limit, max_offsets_per_trigger, partitions):
+    """Publish the 2013 New York flights to gregor, compute hourly delay statistics with Spark
+    Structured Streaming, and write a report (HTML, PNG chart, Parquet)."""
+    try:
+        from gregor.demo.run import run_demo
+    except ImportError as e:
+        raise click.ClickException(f"the demo needs the spark extra ({e.name} is missing): "
+                                   "pip install 'gregor[spark]'") from None
+    run_demo(output=output, bootstrap=bootstrap, limit=limit,
+             max_offsets_per_trigger=max_offsets_per_trigger, partitions=partitions)

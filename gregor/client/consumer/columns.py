@@ -1,0 +1,317 @@
+"""Fetched records as columns: one `PartitionRecords` per partition per fetch.
+
+The consumer decodes a partition's raw fetch bytes straight into parallel lists (offsets,
+timestamps, keys, values, headers) instead of one object per record: bulk readers (the Spark
+source) hand the columns to pyarrow as they are, and `poll()` builds `ConsumerRecord`s from
+them only when asked. v2 batches are parsed here (after the CRC check and decompression);
+legacy message sets (magic 0/1) go through gregor.protocol.records.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ...protocol.errors import CorruptMessageError
+from ...protocol.primitives import DecodeError
+from ...protocol.records.header import (
+    CONTROL_BIT, HEADER_SIZE, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, crc_ok, entry_size,
+    parse_header, peek_magic,
+)
+
+# A compressed batch may expand to at most this many bytes: a hostile broker (or a corrupt
+# log) must not make the consumer allocate without bound; 256 MiB is far above any batch a
+# producer can build (max.request.size defaults to 1 MiB, brokers cap messages near 1 MiB).
+MAX_DECOMPRESSED = 256 * 1024 * 1024
+
+CREATE_TIME, LOG_APPEND_TIME = 0, 1
+NO_TIMESTAMP_TYPE = -1
+
+
+class ConsumerRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int       # 0 CreateTime, 1 LogAppendTime, -1 none (magic 0)
+    key: bytes | None
+    value: bytes | None
+    headers: list             # [(str, bytes | None)]
+    leader_epoch: int = -1
+
+    @property
+    def timestamp_type_name(self) -> str:
+        return {0: "CreateTime", 1: "LogAppendTime"}.get(self.timestamp_type, "NoTimestampType")
+
+
+class CorruptRecordError(CorruptMessageError):
+    """Fetched bytes that fail their CRC or do not parse; the message names the partition."""
+
+
+class PartitionRecords:
+    """Columns of the records fetched for one partition, in offset order."""
+
+    __slots__ = ("topic", "partition", "offsets", "timestamps", "timestamp_types", "keys",
+                 "values", "headers", "next_offset", "high_watermark", "last_stable_offset",
+                 "log_start_offset", "leader_epochs")
+
+    def __init__(self, topic: str, partition: int):
+        self.topic = topic
+        self.partition = partition
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.timestamp_types: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.headers: list[list] = []
+        self.leader_epochs: list[int] = []
+        self.next_offset = -1          # where the next fetch of this partition starts
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+        self.log_start_offset = -1
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __repr__(self):
+        return (f"<PartitionRecords {self.topic}-{self.partition} n={len(self)} "
+                f"next={self.next_offset} hw={self.high_watermark}>")
+
+    def records(self) -> list[ConsumerRecord]:
+        t, p = self.topic, self.partition
+        return [ConsumerRecord(t, p, o, ts, tt, k, v, h, e) for o, ts, tt, k, v, h, e in zip(
+            self.offsets, self.timestamps, self.timestamp_types, self.keys, self.values,
+            self.headers, self.leader_epochs)]
+
+    def split(self, n: int) -> "PartitionRecords":
+        """Take the first n records out into a new PartitionRecords (for max.poll.records)."""
+        head = PartitionRecords(self.topic, self.partition)
+        for name in ("offsets", "timestamps", "timestamp_types", "keys", "values", "headers",
+                     "leader_epochs"):
+            col = getattr(self, name)
+            setattr(head, name, col[:n])
+            setattr(self, name, col[n:])
+        head.next_offset = self.offsets[0] if self.offsets else self.next_offset
+        for name in ("high_watermark", "last_stable_offset", "log_start_offset"):
+            setattr(head, name, getattr(self, name))
+        return head
+
+    def to_arrow(self):
+        """A pyarrow.RecordBatch with Spark's Kafka source columns: key, value, topic,
+        partition, offset, timestamp (ms), timestampType, headers (list of key/value)."""
+        import pyarrow as pa
+
+        n = len(self)
+        header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+        headers = [[{"key": k, "value": v} for k, v in h] if h else [] for h in self.headers]
+        return pa.RecordBatch.from_arrays([
+            pa.array(self.keys, pa.binary()),
+            pa.array(self.values, pa.binary()),
+            pa.array([self.topic] * n, pa.string()).dictionary_encode()
+            if n else pa.array([], pa.string()),
+            pa.array([self.partition] * n, pa.int32()),
+            pa.array(self.offsets, pa.int64()),
+            pa.array(self.timestamps, pa.int64()),
+            pa.array(self.timestamp_types, pa.int32()),
+            pa.array(headers, header_type),
+        ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+                  "headers"])
+
+
+# -- v2 record parsing -----------------------------------------------------------------------------
+
+def _varint(buf, pos):
+    """Zig-zag varint at pos -> (value, new_pos). At most 10 bytes (64-bit)."""
+    b = buf[pos]
+    pos += 1
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos
+    result = b & 0x7F
+    shift = 7
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise DecodeError("varint longer than 10 bytes")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def _decode_v2_records(data, pos, end, count, base_offset, base_ts, ts_type, log_append_ts,
+                       min_offset, out: PartitionRecords, epoch: int) -> None:
+    """Append the `count` records of one batch body (data[pos:end]) to out's columns, skipping
+    those below min_offset."""
+    offsets, timestamps, keys, values, headers = (out.offsets, out.timestamps, out.keys,
+                                                  out.values, out.headers)
+    varint = _varint
+    appended = 0
+    for _ in range(count):
+        length, pos = varint(data, pos)
+        start = pos
+        pos += 1  # attributes (unused in v2 records)
+        b = data[pos]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            ts_delta, pos = varint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            off_delta, pos = varint(data, pos)
+        klen, pos = varint(data, pos)
+        if klen < 0:
+            key = None
+        else:
+            key = bytes(data[pos:pos + klen])
+            pos += klen
+        vlen, pos = varint(data, pos)
+        if vlen < 0:
+            value = None
+        else:
+            value = bytes(data[pos:pos + vlen])
+            pos += vlen
+        nh, pos = varint(data, pos)
+        hdrs = []
+        if nh:
+            if nh < 0 or nh > end - pos:
+                raise DecodeError(f"bad header count {nh}")
+            for _ in range(nh):
+                hklen, pos = varint(data, pos)
+                if hklen < 0:
+                    raise DecodeError("record header key is null")
+                hkey = bytes(data[pos:pos + hklen]).decode("utf-8", "replace")
+                pos += hklen
+                hvlen, pos = varint(data, pos)
+                if hvlen < 0:
+                    hval = None
+                else:
+                    hval = bytes(data[pos:pos + hvlen])
+                    pos += hvlen
+                hdrs.append((hkey, hval))
+        # Cheap structural check: every record ends where its length said it would (this also
+        # catches key/value lengths that ran past the end, since slicing does not fail).
+        if pos - start != length or pos > end:
+            raise DecodeError(f"record at offset {base_offset + off_delta} is malformed "
+                              f"(length {length}, parsed {pos - start})")
+        offset = base_offset + off_delta
+        if offset < min_offset:
+            continue
+        offsets.append(offset)
+        timestamps.append(log_append_ts if ts_type == LOG_APPEND_TIME else base_ts + ts_delta)
+        keys.append(key)
+        values.append(value)
+        headers.append(hdrs)
+        appended += 1
+    if appended:
+        out.timestamp_types.extend([ts_type] * appended)
+        out.leader_epochs.extend([epoch] * appended)
+
+
+class AbortedTransactions:
+    """read_committed filtering: the fetch response lists (producer_id, first_offset) of
+    aborted transactions; data batches of such a producer from first_offset on are dropped
+    until that producer's abort marker (a control batch) is seen."""
+
+    def __init__(self, aborted: list | None):
+        self.pending = sorted(((a["first_offset"], a["producer_id"]) for a in aborted or []),
+                              reverse=True)
+        self.active: set[int] = set()
+
+    def skip(self, h) -> bool:
+        while self.pending and self.pending[-1][0] <= h.last_offset:
+            self.active.add(self.pending.pop()[1])
+        if h.is_control:
+            # The control record of an abort ends the aborted span of that producer (commit
+            # markers are not listed, so removing is harmless either way).
+            self.active.discard(h.producer_id)
+            return True
+        return h.is_transactional and h.producer_id in self.active
+
+
+def decode_partition(data, topic: str, partition: int, fetch_offset: int, *,
+                     check_crcs: bool = True, aborted: list | None = None,
+                     read_committed: bool = False) -> PartitionRecords:
+    """Decode a partition's fetched bytes into columns, skipping records below fetch_offset,
+    control batches and (read_committed) aborted transactions. next_offset is set past the
+    last complete batch, so a fetch continues after filtered batches too."""
+    from ...protocol import compression  # imported late: only needed for compressed batches
+
+    out = PartitionRecords(topic, partition)
+    out.next_offset = fetch_offset
+    if not data:
+        return out
+    mv = memoryview(data)
+    n = len(mv)
+    pos = 0
+    filt = AbortedTransactions(aborted) if read_committed else None
+    while True:
+        size = entry_size(mv, pos)
+        if size is None or pos + size > n:
+            break  # a partial batch at the end of a fetch is normal: the next fetch gets it
+        magic = peek_magic(mv, pos)
+        if magic < 2:
+            _decode_legacy(mv[pos:pos + size], fetch_offset, out)
+            pos += size
+            continue
+        h = parse_header(mv, pos)
+        if check_crcs and not crc_ok(mv, pos, h):
+            raise CorruptRecordError(
+                f"record batch at offset {h.base_offset} of {topic}-{partition} fails its CRC "
+                "(corrupt on the broker or on the wire)")
+        next_off = h.last_offset + 1
+        if (filt is not None and filt.skip(h)) or h.attributes & CONTROL_BIT or \
+                next_off <= fetch_offset:
+            out.next_offset = max(out.next_offset, next_off)
+            pos += size
+            continue
+        body_start, body_end = pos + HEADER_SIZE, pos + size
+        codec = h.compression
+        if codec:
+            body = compression.decompress(codec, mv[body_start:body_end], MAX_DECOMPRESSED)
+            bpos, bend = 0, len(body)
+        else:
+            body, bpos, bend = mv, body_start, body_end
+        ts_type = LOG_APPEND_TIME if h.attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
+        try:
+            _decode_v2_records(body, bpos, bend, h.records_count, h.base_offset,
+                               h.base_timestamp, ts_type, h.max_timestamp, fetch_offset, out,
+                               h.partition_leader_epoch)
+        except (IndexError, DecodeError) as e:
+            raise CorruptRecordError(f"record batch at offset {h.base_offset} of "
+                                     f"{topic}-{partition} does not parse: {e}") from None
+        out.next_offset = max(out.next_offset, next_off)
+        pos += size
+    return out
+
+
+def _decode_legacy(entry, fetch_offset: int, out: PartitionRecords) -> None:
+    """One magic 0/1 message (possibly a compressed wrapper) into out's columns."""
+    from ...protocol.records import legacy  # the records layer owns the legacy format
+
+    for m in legacy.decode_message_set(bytes(entry)):
+        offset = m.offset
+        if offset < fetch_offset:
+            continue
+        magic = getattr(m, "magic", 1)
+        attrs = getattr(m, "attributes", 0)
+        if magic == 0:
+            ts, tt = -1, NO_TIMESTAMP_TYPE
+        else:
+            ts = m.timestamp
+            tt = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_BIT else CREATE_TIME
+        out.offsets.append(offset)
+        out.timestamps.append(ts)
+        out.timestamp_types.append(tt)
+        out.keys.append(m.key)
+        out.values.append(m.value)
+        out.headers.append([])
+        out.leader_epochs.append(-1)
+        out.next_offset = max(out.next_offset, offset + 1)
+
+
+__all__ = ["ConsumerRecord", "PartitionRecords", "CorruptRecordError", "decode_partition",
+           "CREATE_TIME", "LOG_APPEND_TIME", "NO_TIMESTAMP_TYPE", "TRANSACTIONAL_BIT"]

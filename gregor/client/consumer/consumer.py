@@ -1,0 +1,532 @@
+"""The assign-mode consumer: long-polled fetches, several partitions per request, one fetch in
+flight per broker, records buffered as columns until poll() hands them out.
+
+Like Kafka's Java consumer, fetching is pipelined: when poll() returns records, the next fetch
+for every partition without buffered data is already on its way, so the broker's long poll
+overlaps with the caller's processing. Not thread-safe (one thread per consumer, like Java's);
+`wakeup()` may be called from another thread.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from typing import Any, Iterable, Iterator
+
+from ...protocol.errors import ErrorCode, OffsetOutOfRangeError, error_for_code
+from ..config import COMMON_OPTIONS, Option, check_common, parse_config
+from ..errors import ClientError, ConfigError
+from ..metadata import Metadata
+from .columns import ConsumerRecord, PartitionRecords, decode_partition
+from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets, tp_list
+
+log = logging.getLogger("gregor.client.consumer")
+
+# Fetch v13+ names topics by id; v12 is the newest that names them, which every broker we
+# target supports, so we stop there.
+_MAX_FETCH_VERSION = 12
+_READ_COMMITTED = "read_committed"
+# Partition errors that mean "the metadata is stale": refresh and fetch again.
+_REFRESH_CODES = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                  ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
+                  ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
+                  ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.OFFSET_NOT_AVAILABLE,
+                  ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT}
+_RESET_ALIASES = {"smallest": "earliest", "beginning": "earliest", "largest": "latest",
+                  "end": "latest", "error": "none"}
+# Offsets that mean "start where auto.offset.reset says" (librdkafka's OFFSET_STORED and
+# OFFSET_INVALID, and None).
+_USE_RESET = (None, -1000, -1001)
+
+
+def _reset_policy(v: str) -> str:
+    v = _RESET_ALIASES.get(v.strip().lower(), v.strip().lower())
+    if v not in ("earliest", "latest", "none"):
+        raise ConfigError(f"config 'auto.offset.reset': {v!r} is not one of earliest, latest, "
+                          "none")
+    return v
+
+
+CONSUMER_OPTIONS: list[Option] = COMMON_OPTIONS + [
+    Option("group.id", None, None, "accepted; consumer groups arrive with the groups issue"),
+    Option("auto.offset.reset", "latest", str, validate=_reset_policy),
+    Option("fetch.min.bytes", 1, int, min=0),
+    Option("fetch.max.wait.ms", 500, int, min=0),
+    Option("max.partition.fetch.bytes", 1048576, int, min=1),
+    Option("fetch.max.bytes", 52428800, int, min=1),
+    Option("max.poll.records", 500, int, min=1),
+    Option("isolation.level", "read_uncommitted", str,
+           choices=("read_uncommitted", "read_committed")),
+    Option("check.crcs", True, bool),
+    Option("key.deserializer", None, object),
+    Option("value.deserializer", None, object),
+    Option("allow.auto.create.topics", True, bool),
+    Option("client.rack", "", str),
+    # Accepted for config compatibility; they matter once consumer groups exist.
+    Option("enable.auto.commit", True, bool),
+    Option("auto.commit.interval.ms", 5000, int),
+    Option("session.timeout.ms", 45000, int),
+    Option("heartbeat.interval.ms", 3000, int),
+    Option("max.poll.interval.ms", 300000, int),
+    Option("group.instance.id", None, None),
+    Option("partition.assignment.strategy", None, None),
+    Option("default.api.timeout.ms", 60000, int, min=1),
+]
+
+
+class _PartitionState:
+    __slots__ = ("topic", "partition", "position", "reset", "paused", "high_watermark",
+                 "log_start_offset", "last_stable_offset")
+
+    def __init__(self, topic: str, partition: int):
+        self.topic = topic
+        self.partition = partition
+        self.position: int | None = None   # next offset to return; None until reset
+        self.reset: int | None = None       # EARLIEST / LATEST while a reset is pending
+        self.paused = False
+        self.high_watermark = -1
+        self.log_start_offset = -1
+        self.last_stable_offset = -1
+
+
+class Consumer:
+    """Kafka consumer, assign mode. See the module docstring and docs/CONTRACTS.md."""
+
+    def __init__(self, config: dict | None = None, *, network=None, **kwargs):
+        cfg = parse_config(CONSUMER_OPTIONS, config, kwargs, what="consumer")
+        check_common(cfg)
+        self.config = cfg
+        if cfg["fetch.max.bytes"] < cfg["max.partition.fetch.bytes"]:
+            log.debug("fetch.max.bytes < max.partition.fetch.bytes: each partition still "
+                      "returns at least one batch")
+        self._read_committed = cfg["isolation.level"] == _READ_COMMITTED
+        self._reset_policy = cfg["auto.offset.reset"]
+        self._key_de = cfg["key.deserializer"]
+        self._value_de = cfg["value.deserializer"]
+        if network is None:
+            from ..network import NetworkClient
+            md = Metadata(cfg["metadata.max.age.ms"],
+                          allow_auto_topic_creation=cfg["allow.auto.create.topics"])
+            network = NetworkClient(cfg, metadata=md)
+        self._net = network
+        self._md = network.metadata
+        self._assigned: dict[tuple[str, int], _PartitionState] = {}
+        # Fetched, not yet returned: (records, position they continue from).
+        self._buffer: collections.deque[tuple[PartitionRecords, int]] = collections.deque()
+        # node id -> (request, {(topic, partition): fetch offset})
+        self._inflight: dict[int, tuple[Any, dict]] = {}
+        self._pending_error: Exception | None = None
+        self._closed = False
+        self._woken = False
+
+    # -- assignment ------------------------------------------------------------------------
+    def assign(self, partitions: Iterable) -> None:
+        """Replace the assignment. Items: (topic, partition), (topic, partition, offset) or
+        objects with .topic/.partition/.offset. Offset -2 = earliest, -1 = latest, None (or
+        librdkafka's -1000/-1001) = auto.offset.reset, >= 0 = that offset."""
+        self._check_open()
+        new: dict[tuple[str, int], _PartitionState] = {}
+        for item in partitions:
+            if isinstance(item, tuple):
+                topic, partition = item[0], int(item[1])
+                offset = item[2] if len(item) > 2 else None
+            else:
+                topic, partition = item.topic, int(item.partition)
+                offset = getattr(item, "offset", None)
+            st = _PartitionState(topic, partition)
+            self._set_start(st, offset)
+            new[(topic, partition)] = st
+            self._md.add_topic(topic)
+        self._assigned = new
+        self._drop_buffered(lambda tp: True)
+        self._inflight.clear()  # answers to older fetches are ignored when they arrive
+
+    def unassign(self) -> None:
+        self.assign([])
+
+    def assignment(self) -> list[tuple[str, int]]:
+        return list(self._assigned)
+
+    def subscribe(self, topics, *args, **kwargs):
+        raise NotImplementedError("subscribe() needs consumer groups, which gregor does not "
+                                  "support yet; use assign([(topic, partition, offset)])")
+
+    def _set_start(self, st: _PartitionState, offset) -> None:
+        st.position = None
+        st.reset = None
+        if offset in _USE_RESET:
+            if self._reset_policy == "none":
+                raise ConfigError(f"{st.topic}-{st.partition} has no starting offset and "
+                                  "auto.offset.reset is none: pass an offset to assign()")
+            st.reset = EARLIEST if self._reset_policy == "earliest" else LATEST
+        elif offset == EARLIEST or offset == LATEST:
+            st.reset = offset
+        elif int(offset) >= 0:
+            st.position = int(offset)
+        else:
+            raise ValueError(f"offset {offset} for {st.topic}-{st.partition}: use >= 0, "
+                             "-2 (earliest), -1 (latest) or None (auto.offset.reset)")
+
+    def _state(self, topic: str, partition: int) -> _PartitionState:
+        st = self._assigned.get((topic, int(partition)))
+        if st is None:
+            raise ClientError(f"{topic}-{partition} is not assigned to this consumer; "
+                              f"assigned: {sorted(self._assigned)}")
+        return st
+
+    # -- positions -------------------------------------------------------------------------
+    def seek(self, topic, partition, offset=None) -> None:
+        """Move the next fetch of a partition to offset (-2 earliest, -1 latest). Also
+        accepts seek(TopicPartition_with_offset)."""
+        if offset is None and not isinstance(topic, str):
+            topic, partition, offset = topic.topic, topic.partition, topic.offset
+        st = self._state(topic, partition)
+        self._set_start(st, offset)
+        self._drop_buffered(lambda tp: tp == (st.topic, st.partition))
+
+    def seek_to_beginning(self, partitions: Iterable | None = None) -> None:
+        for tp in (tp_list(partitions) if partitions is not None else list(self._assigned)):
+            self.seek(tp[0], tp[1], EARLIEST)
+
+    def seek_to_end(self, partitions: Iterable | None = None) -> None:
+        for tp in (tp_list(partitions) if partitions is not None else list(self._assigned)):
+            self.seek(tp[0], tp[1], LATEST)
+
+    def position(self, topic, partition=None, timeout: float | None = None) -> int:
+        """The offset of the next record poll() will return for a partition (resolving a
+        pending earliest/latest reset first)."""
+        if partition is None and not isinstance(topic, str):
+            topic, partition = topic.topic, topic.partition
+        st = self._state(topic, partition)
+        if st.position is None:
+            self._reset_positions([st], self._timeout(timeout))
+        return st.position
+
+    def highwater(self, topic: str, partition: int) -> int:
+        """The high watermark from the last fetch of that partition (-1 before any)."""
+        return self._state(topic, partition).high_watermark
+
+    def lag(self, topic: str, partition: int) -> int | None:
+        st = self._state(topic, partition)
+        if st.high_watermark < 0 or st.position is None:
+            return None
+        end = st.last_stable_offset if self._read_committed and st.last_stable_offset >= 0 \
+            else st.high_watermark
+        return max(0, end - st.position)
+
+    def pause(self, *partitions) -> None:
+        """Stop fetching (and returning) the given partitions until resume()."""
+        for topic, partition in tp_list(_flatten(partitions)):
+            self._state(topic, partition).paused = True
+
+    def resume(self, *partitions) -> None:
+        for topic, partition in tp_list(_flatten(partitions)):
+            self._state(topic, partition).paused = False
+
+    def paused(self) -> list[tuple[str, int]]:
+        return [tp for tp, st in self._assigned.items() if st.paused]
+
+    # -- offset lookups ---------------------------------------------------------------------
+    def _timeout(self, timeout: float | None) -> float:
+        return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
+
+    def _isolation(self) -> int:
+        return 1 if self._read_committed else 0
+
+    def beginning_offsets(self, partitions: Iterable, timeout: float | None = None) -> dict:
+        """{(topic, partition): log start offset}."""
+        res = list_offsets(self._net, {tp: EARLIEST for tp in tp_list(partitions)},
+                           isolation_level=self._isolation(), timeout=self._timeout(timeout))
+        return {tp: (o.offset if o else 0) for tp, o in res.items()}
+
+    def end_offsets(self, partitions: Iterable, timeout: float | None = None) -> dict:
+        """{(topic, partition): log end offset} (the last stable offset with read_committed)."""
+        res = list_offsets(self._net, {tp: LATEST for tp in tp_list(partitions)},
+                           isolation_level=self._isolation(), timeout=self._timeout(timeout))
+        return {tp: (o.offset if o else 0) for tp, o in res.items()}
+
+    def offsets_for_times(self, timestamps: dict, timeout: float | None = None) -> dict:
+        """{(topic, partition): timestamp_ms} -> {(topic, partition): OffsetAndTimestamp of
+        the first record with timestamp >= it, or None when there is none}."""
+        queries = {}
+        for tp, ts in timestamps.items():
+            if ts < 0:
+                raise ValueError(f"timestamp {ts} for {tp}: timestamps must be >= 0")
+            queries[tp_list([tp])[0]] = int(ts)
+        return list_offsets(self._net, queries, isolation_level=self._isolation(),
+                            timeout=self._timeout(timeout))
+
+    def _reset_positions(self, states: list[_PartitionState], timeout: float) -> None:
+        queries = {(st.topic, st.partition): st.reset for st in states}
+        res = list_offsets(self._net, queries, isolation_level=self._isolation(),
+                           timeout=timeout)
+        for st in states:
+            o = res.get((st.topic, st.partition))
+            if st.reset is None:
+                continue  # seeked meanwhile
+            st.position = o.offset if o is not None else 0
+            st.reset = None
+            log.debug("reset %s-%s to %s", st.topic, st.partition, st.position)
+
+    # -- polling ----------------------------------------------------------------------------
+    def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
+        """Records fetched from the assigned partitions, waiting up to timeout seconds for
+        some; at most max.poll.records (or max_records) of them."""
+        limit = max_records or self.config["max.poll.records"]
+        out: list[ConsumerRecord] = []
+        for pr in self._poll_columns(timeout, limit):
+            out.extend(self._deserialize(pr.records()))
+        return out
+
+    def poll_batches(self, timeout: float = 1.0,
+                     max_records: int | None = None) -> list[PartitionRecords]:
+        """Like poll() but returns one PartitionRecords (columns: offsets, timestamps, keys,
+        values, headers; `.to_arrow()`) per partition, and everything buffered unless
+        max_records is given. Deserializers are not applied: bulk readers get raw bytes."""
+        return self._poll_columns(timeout, max_records or float("inf"))
+
+    def _poll_columns(self, timeout: float, limit) -> list[PartitionRecords]:
+        self._check_open()
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            self._raise_pending()
+            got = self._drain(limit)
+            if got:
+                self._send_fetches()  # pipeline: the next fetch runs while the caller works
+                return got
+            self._resolve_resets(deadline)
+            self._send_fetches()
+            now = time.monotonic()
+            if now >= deadline or self._woken:
+                self._woken = False
+                return []
+            wait = deadline - now
+            if self._md.needs_update(now):
+                wait = min(wait, self._net.maybe_update_metadata(now) or wait)
+            if not self._inflight:
+                # Nothing to wait for on the wire (no leader yet, all paused, or backoff):
+                # poll briefly so metadata and connections make progress.
+                wait = min(wait, 0.05)
+            self._net.poll(max(0.0, wait))
+            self._collect()
+
+    def _drain(self, limit) -> list[PartitionRecords]:
+        out, taken, keep = [], 0, collections.deque()
+        while self._buffer and taken < limit:
+            pr, start = self._buffer.popleft()
+            st = self._assigned.get((pr.topic, pr.partition))
+            if st is None or st.position != start:
+                continue  # unassigned or seeked since the fetch: stale
+            if st.paused:
+                keep.append((pr, start))
+                continue
+            if len(pr) > limit - taken:
+                head = pr.split(int(limit - taken))
+                self._buffer.appendleft((pr, pr.offsets[0]))
+                pr = head
+                st.position = self._buffer[0][1]
+            else:
+                st.position = pr.next_offset
+            taken += len(pr)
+            out.append(pr)
+        self._buffer.extendleft(reversed(keep))
+        return out
+
+    def _resolve_resets(self, deadline: float) -> None:
+        pending = [st for st in self._assigned.values() if st.position is None]
+        if pending:
+            self._reset_positions(pending, max(0.001, deadline - time.monotonic()))
+
+    def _send_fetches(self) -> None:
+        buffered = {(pr.topic, pr.partition) for pr, _ in self._buffer}
+        by_node: dict[int, list[_PartitionState]] = {}
+        now = time.monotonic()
+        for tp, st in self._assigned.items():
+            if st.paused or st.position is None or tp in buffered:
+                continue
+            leader = self._md.leader_for(st.topic, st.partition)
+            if leader < 0:
+                self._md.request_update()
+                continue
+            if leader in self._inflight:
+                continue
+            by_node.setdefault(leader, []).append(st)
+        cfg = self.config
+        for node, states in by_node.items():
+            if not self._net.ready(node, now):
+                continue
+            version = min(self._net.api_version_for(node, "Fetch") or 0, _MAX_FETCH_VERSION)
+            topics: dict[str, list] = {}
+            offsets = {}
+            for st in states:
+                topics.setdefault(st.topic, []).append({
+                    "partition": st.partition, "current_leader_epoch": -1,
+                    "fetch_offset": st.position, "last_fetched_epoch": -1,
+                    "log_start_offset": -1,
+                    "partition_max_bytes": cfg["max.partition.fetch.bytes"]})
+                offsets[(st.topic, st.partition)] = st.position
+            body = {"replica_id": -1, "max_wait_ms": cfg["fetch.max.wait.ms"],
+                    "min_bytes": cfg["fetch.min.bytes"], "max_bytes": cfg["fetch.max.bytes"],
+                    "isolation_level": self._isolation(),
+                    # session 0 / epoch -1: a full, sessionless fetch every time
+                    "session_id": 0, "session_epoch": -1,
+                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                    "forgotten_topics_data": [], "rack_id": cfg["client.rack"]}
+            timeout = (cfg["request.timeout.ms"] + cfg["fetch.max.wait.ms"]) / 1000.0
+            req = self._net.send(node, "Fetch", body, version, timeout=timeout)
+            self._inflight[node] = (req, offsets)
+
+    def _collect(self) -> None:
+        for node, (req, offsets) in list(self._inflight.items()):
+            if not req.done:
+                continue
+            del self._inflight[node]
+            if req.error is not None:
+                log.debug("fetch from node %s failed: %s", node, req.error)
+                self._md.request_update()
+                continue
+            self._handle_fetch(req.body, offsets)
+
+    def _handle_fetch(self, body: dict, offsets: dict) -> None:
+        top = body.get("error_code", 0)
+        if top:
+            log.debug("fetch failed as a whole: %s", error_for_code(top))
+            self._md.request_update()
+            return
+        check = self.config["check.crcs"]
+        for t in body["responses"]:
+            topic = t["topic"]
+            for p in t["partitions"]:
+                tp = (topic, p["partition_index"])
+                st = self._assigned.get(tp)
+                fetch_offset = offsets.get(tp)
+                if st is None or fetch_offset is None or st.position != fetch_offset:
+                    continue  # unassigned or seeked while the fetch was in flight
+                code = p["error_code"]
+                if code == 0:
+                    st.high_watermark = p["high_watermark"]
+                    st.last_stable_offset = p.get("last_stable_offset", -1)
+                    st.log_start_offset = p.get("log_start_offset", -1)
+                    data = p["records"]
+                    pr = decode_partition(data, topic, tp[1], fetch_offset, check_crcs=check,
+                                          aborted=p.get("aborted_transactions"),
+                                          read_committed=self._read_committed)
+                    pr.high_watermark = st.high_watermark
+                    pr.last_stable_offset = st.last_stable_offset
+                    pr.log_start_offset = st.log_start_offset
+                    if len(pr):
+                        self._buffer.append((pr, fetch_offset))
+                    elif pr.next_offset > fetch_offset:
+                        st.position = pr.next_offset  # only control/aborted/older batches
+                    elif data and len(data) >= self.config["max.partition.fetch.bytes"]:
+                        self._pending_error = error_for_code(
+                            ErrorCode.MESSAGE_TOO_LARGE,
+                            f"the batch at offset {fetch_offset} of {topic}-{tp[1]} is larger "
+                            "than max.partition.fetch.bytes="
+                            f"{self.config['max.partition.fetch.bytes']} and this broker "
+                            "does not return oversized batches; raise that setting")
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    self._out_of_range(st, fetch_offset)
+                elif code in _REFRESH_CODES:
+                    self._md.request_update()
+                else:
+                    self._pending_error = error_for_code(
+                        code, f"fetching {topic}-{tp[1]} at offset {fetch_offset}: "
+                              f"{error_for_code(code).message}")
+
+    def _out_of_range(self, st: _PartitionState, offset: int) -> None:
+        if self._reset_policy == "none":
+            self._pending_error = OffsetOutOfRangeError(
+                f"offset {offset} is out of range for {st.topic}-{st.partition} and "
+                "auto.offset.reset is none; seek() to a valid offset (see "
+                "beginning_offsets()/end_offsets())")
+            return
+        log.info("offset %s out of range for %s-%s; resetting to %s", offset, st.topic,
+                 st.partition, self._reset_policy)
+        st.position = None
+        st.reset = EARLIEST if self._reset_policy == "earliest" else LATEST
+
+    def _raise_pending(self) -> None:
+        if self._pending_error is not None:
+            err, self._pending_error = self._pending_error, None
+            raise err
+
+    def _drop_buffered(self, pred) -> None:
+        self._buffer = collections.deque(
+            (pr, s) for pr, s in self._buffer if not pred((pr.topic, pr.partition)))
+
+    def _deserialize(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        kd, vd = self._key_de, self._value_de
+        if kd is None and vd is None:
+            return records
+        out = []
+        for r in records:
+            try:
+                key = kd(r.key) if kd is not None and r.key is not None else r.key
+            except Exception as e:
+                raise ClientError(f"key.deserializer failed on {r.topic}-{r.partition} offset "
+                                  f"{r.offset}: {e}") from e
+            try:
+                value = vd(r.value) if vd is not None and r.value is not None else r.value
+            except Exception as e:
+                raise ClientError(f"value.deserializer failed on {r.topic}-{r.partition} "
+                                  f"offset {r.offset}: {e}") from e
+            out.append(r._replace(key=key, value=value))
+        return out
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def wakeup(self) -> None:
+        """Make a poll() blocked in another thread return early (with no records)."""
+        self._woken = True
+        self._net.wakeup()
+
+    def list_topics(self, timeout: float | None = None) -> dict:
+        """{topic: sorted partition ids} of the whole cluster."""
+        self._check_open()
+        md = self._net.refresh_metadata(None, timeout=self._timeout(timeout))
+        return {t: sorted(info.partitions) for t, info in md.topics.items() if not
+                info.error_code}
+
+    def partitions_for_topic(self, topic: str, timeout: float | None = None) -> list[int]:
+        self._check_open()
+        md = self._net.refresh_metadata([topic], timeout=self._timeout(timeout))
+        err = md.topic_error(topic)
+        if err is not None:
+            raise error_for_code(err.code, f"topic {topic!r}: {err.message}")
+        return md.partitions_for(topic) or []
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientError("this consumer is closed; create a new one")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._inflight.clear()
+        self._buffer.clear()
+        self._net.close()
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Yield records forever (until close() or an error)."""
+        while not self._closed:
+            yield from self.poll(1.0)
+
+
+def _flatten(items) -> list:
+    # pause(("t", 0), ("t", 1)) and pause([("t", 0), ("t", 1)]) both work.
+    if len(items) == 1 and isinstance(items[0], (list, set, frozenset)):
+        return list(items[0])
+    if len(items) == 2 and isinstance(items[0], str):
+        return [items]
+    return list(items)
+
+
+__all__ = ["Consumer", "ConsumerRecord", "PartitionRecords", "OffsetAndTimestamp",
+           "CONSUMER_OPTIONS"]

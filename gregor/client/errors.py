@@ -1,0 +1,26 @@
+"""Client-side errors (broker error codes stay in gregor.protocol.errors)."""
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """Base class of errors raised by the gregor clients themselves."""
+
+
+class ConfigError(ClientError, ValueError):
+    """A configuration key is unknown, has a bad value, or conflicts with another key."""
+
+
+class KafkaConnectionError(ClientError):
+    """A broker could not be reached, or the connection to it was lost."""
+
+
+class CorrelationIdMismatchError(KafkaConnectionError):
+    """A response arrived whose correlation id is not the oldest outstanding request's."""
+
+
+class KafkaTimeoutError(ClientError, TimeoutError):
+    """A client-side deadline passed (request.timeout.ms, max.block.ms, delivery.timeout.ms)."""
+
+
+class ProducerClosedError(ClientError):
+    """send() was called on a producer that is closing or closed."""

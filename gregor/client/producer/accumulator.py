@@ -1,0 +1,318 @@
+"""RecordAccumulator: one deque of ProducerBatch per partition, memory bounded by a BufferPool.
+
+send() threads append; the sender thread asks which brokers have sendable data (`ready`),
+takes batches off the front of the deques (`drain`), puts failed ones back in order
+(`reenqueue`), and settles them. Records are encoded into the batch as they are appended, so a
+record is encoded exactly once. Sans-I/O: time comes in as `now` (seconds, monotonic).
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+from ..errors import KafkaTimeoutError, ProducerClosedError
+from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
+
+
+def estimate_record_size(key, value, headers) -> int:
+    n = RECORD_OVERHEAD + (len(key) if key is not None else 0) + \
+        (len(value) if value is not None else 0)
+    if headers:
+        for hk, hv in headers:
+            n += len(hk) + (len(hv) if hv is not None else 0) + 6
+    return n
+
+
+class ReadyCheck:
+    __slots__ = ("nodes", "next_delay", "unknown_leader_topics")
+
+    def __init__(self, nodes, next_delay, unknown):
+        self.nodes = nodes
+        self.next_delay = next_delay
+        self.unknown_leader_topics = unknown
+
+
+class RecordAccumulator:
+    def __init__(self, *, batch_size: int, linger_s: float, compression: int, pool,
+                 builder_factory, delivery_timeout_s: float, partitioner=None,
+                 clock=time.monotonic):
+        self.batch_size = max(batch_size, 1)
+        self.linger = linger_s
+        self.compression = compression
+        self.pool = pool
+        self.builder_factory = builder_factory
+        self.delivery_timeout = delivery_timeout_s
+        self.partitioner = partitioner
+        self.clock = clock
+        self.lock = threading.Lock()
+        # topic -> list indexed by partition of deques (None until used): no tuple per send().
+        self.topics: dict[str, list] = {}
+        # topic -> list indexed by partition of the batch still taking records (or None).
+        self.open: dict[str, list] = {}
+        self.incomplete: set[ProducerBatch] = set()
+        self.flushes_in_progress = 0
+        self.closed = False
+        self._drain_index: dict[int, int] = {}
+        self.txn = None  # idempotence manager, set by the producer when enabled
+        self.interceptors = None  # called on acknowledgement, set by the producer
+
+    # -- append (send() threads) ------------------------------------------------------------
+    def deque_for(self, topic: str, partition: int) -> collections.deque:
+        """The partition's deque (call with the lock held)."""
+        parts = self.topics.get(topic)
+        if parts is None or partition >= len(parts):
+            grown = list(parts or [])
+            grown.extend([None] * (partition + 1 - len(grown)))
+            parts = self.topics[topic] = grown
+            opened = list(self.open.get(topic) or [])
+            opened.extend([None] * (partition + 1 - len(opened)))
+            self.open[topic] = opened
+        dq = parts[partition]
+        if dq is None:
+            dq = parts[partition] = collections.deque()
+        return dq
+
+    def _close_open(self, topic: str, partition: int) -> None:
+        opened = self.open.get(topic)
+        if opened is not None and partition < len(opened) and opened[partition] is not None:
+            opened[partition].full = True
+            opened[partition] = None
+
+    def append(self, topic, partition, timestamp, key, value, headers, callback,
+               max_block_s, now=None):
+        """Append one record; returns (future, new_batch). new_batch is the batch this record
+        opened (None when it joined an open one). Blocks up to max_block_s for buffer memory
+        when a new batch is needed."""
+        with self.lock:
+            self.deque_for(topic, partition)
+            b = self.open[topic][partition]
+            if b is not None:
+                fut = b.try_append(timestamp, key, value, headers, callback)
+                if fut is not None:
+                    return fut, None
+                self._close_open(topic, partition)
+        if self.closed:
+            raise ProducerClosedError("send() after close(): the producer is closed")
+        size = max(self.batch_size,
+                   estimate_record_size(key, value, headers) + BATCH_OVERHEAD)
+        self.pool.allocate(size, max_block_s)
+        try:
+            with self.lock:
+                if self.closed:
+                    raise ProducerClosedError("send() after close(): the producer is closed")
+                dq = self.deque_for(topic, partition)
+                b = self.open[topic][partition]
+                if b is not None:
+                    fut = b.try_append(timestamp, key, value, headers, callback)
+                    if fut is not None:
+                        return fut, None  # another thread opened a batch meanwhile
+                    self._close_open(topic, partition)
+                b = ProducerBatch(topic, partition, self.clock() if now is None else now,
+                                  size, self.batch_size, self.compression)
+                b.interceptors = self.interceptors
+                size = 0
+                fut = b.try_append(timestamp, key, value, headers, callback)
+                dq.append(b)
+                self.open[topic][partition] = b
+                self.incomplete.add(b)
+                return fut, b
+        finally:
+            if size:
+                self.pool.deallocate(size)
+
+    def add_batch(self, batch: ProducerBatch) -> None:
+        """Queue a complete batch built elsewhere (send_batch's bulk path); its memory is
+        already reserved."""
+        with self.lock:
+            dq = self.deque_for(batch.topic, batch.partition)
+            self._close_open(batch.topic, batch.partition)
+            batch.full = True
+            batch.interceptors = self.interceptors
+            dq.append(batch)
+            self.incomplete.add(batch)
+
+    # -- sender side -----------------------------------------------------------------------
+    def ready(self, metadata, now: float) -> ReadyCheck:
+        nodes = set()
+        unknown = set()
+        next_delay = 3600.0
+        exhausted = self.pool.queued > 0
+        urgent = exhausted or self.flushes_in_progress > 0 or self.closed
+        linger = self.linger
+        txn = self.txn
+        with self.lock:
+            for topic, parts in self.topics.items():
+                tinfo = metadata.topics.get(topic)
+                for p, dq in enumerate(parts):
+                    if not dq:
+                        continue
+                    pinfo = tinfo.partitions.get(p) if tinfo is not None else None
+                    leader = pinfo.leader if pinfo is not None else -1
+                    if leader < 0:
+                        unknown.add(topic)
+                        continue
+                    if leader in nodes:
+                        continue
+                    b = dq[0]
+                    if b.attempts and b.retry_at > now:
+                        next_delay = min(next_delay, b.retry_at - now)
+                        continue
+                    if txn is not None and not txn.can_send(b):
+                        continue
+                    waited = now - b.created
+                    if urgent or b.full or len(dq) > 1 or waited >= linger or b.attempts:
+                        nodes.add(leader)
+                    else:
+                        next_delay = min(next_delay, linger - waited)
+        return ReadyCheck(nodes, max(0.0, next_delay), unknown)
+
+    def drain(self, metadata, nodes, max_request_size: int, now: float) -> dict:
+        """{node: [batches]} at most one batch per partition and about max_request_size bytes
+        per node; the batches are closed (final bytes made) outside the lock."""
+        out = {}
+        txn = self.txn
+        with self.lock:
+            by_node: dict[int, list] = {}
+            for topic, parts in self.topics.items():
+                tinfo = metadata.topics.get(topic)
+                if tinfo is None:
+                    continue
+                for p, dq in enumerate(parts):
+                    if dq:
+                        pinfo = tinfo.partitions.get(p)
+                        if pinfo is not None and pinfo.leader in nodes:
+                            by_node.setdefault(pinfo.leader, []).append(dq)
+            for node, dqs in by_node.items():
+                n = len(dqs)
+                start = self._drain_index.get(node, 0) % n
+                size = 0
+                taken = []
+                for i in range(n):
+                    dq = dqs[(start + i) % n]
+                    if not dq:
+                        continue
+                    b = dq[0]
+                    if b.attempts and b.retry_at > now:
+                        continue
+                    if txn is not None and not txn.can_send(b):
+                        continue
+                    est = b.estimated_size()
+                    if taken and size + est > max_request_size:
+                        break
+                    dq.popleft()
+                    if self.open[b.topic][b.partition] is b:
+                        self.open[b.topic][b.partition] = None
+                    b.full = True
+                    b.drained_at = now
+                    size += est
+                    taken.append(b)
+                    if txn is not None:
+                        txn.assign_sequence(b)
+                self._drain_index[node] = start + 1
+                if taken:
+                    out[node] = taken
+        for batches in out.values():
+            for b in batches:
+                if b.data is None:
+                    b.close()
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, now: float, backoff_s: float) -> None:
+        """Put a batch back at the front of its deque for a retry (sequence order kept)."""
+        batch.attempts += 1
+        batch.retry_at = now + backoff_s
+        batch.in_retry = True
+        with self.lock:
+            dq = self.deque_for(batch.topic, batch.partition)
+            if batch.base_sequence >= 0:
+                i = 0
+                for other in dq:
+                    if other.base_sequence < 0 or other.base_sequence > batch.base_sequence:
+                        break
+                    i += 1
+                dq.insert(i, batch)
+            else:
+                dq.appendleft(batch)
+
+    def requeue_split(self, old: ProducerBatch, new_batches: list) -> None:
+        """Replace old (answered MESSAGE_TOO_LARGE) by smaller batches at the front."""
+        with self.lock:
+            dq = self.deque_for(old.topic, old.partition)
+            for b in reversed(new_batches):
+                dq.appendleft(b)
+                self.incomplete.add(b)
+            self.incomplete.discard(old)
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        with self.lock:
+            self.incomplete.discard(batch)
+        if batch.reserved:
+            self.pool.deallocate(batch.reserved)
+            batch.reserved = 0
+
+    def expired_batches(self, now: float) -> list[ProducerBatch]:
+        """Batches still queued after delivery.timeout.ms; removed from their deques."""
+        out = []
+        limit = self.delivery_timeout
+        with self.lock:
+            for parts in self.topics.values():
+                for dq in parts:
+                    while dq and now - dq[0].created >= limit:
+                        b = dq.popleft()
+                        if self.open[b.topic][b.partition] is b:
+                            self.open[b.topic][b.partition] = None
+                        b.full = True
+                        out.append(b)
+        return out
+
+    def queued_batches(self) -> list[ProducerBatch]:
+        with self.lock:
+            return [b for parts in self.topics.values() for dq in parts if dq for b in dq]
+
+    def abort_undrained(self, error) -> list[ProducerBatch]:
+        """Remove and return every queued batch (close without draining)."""
+        with self.lock:
+            out = []
+            for parts in self.topics.values():
+                for dq in parts:
+                    if dq:
+                        out.extend(dq)
+                        dq.clear()
+            for opened in self.open.values():
+                for i, b in enumerate(opened):
+                    if b is not None:
+                        b.full = True
+                        opened[i] = None
+            return out
+
+    def has_undrained(self) -> bool:
+        with self.lock:
+            return any(dq for parts in self.topics.values() for dq in parts)
+
+    def queue_sizes(self, topic: str) -> list[int]:
+        parts = self.topics.get(topic) or []
+        return [len(dq) if dq else 0 for dq in parts]
+
+    # -- flush -------------------------------------------------------------------------------
+    def begin_flush(self) -> None:
+        with self.lock:
+            self.flushes_in_progress += 1
+
+    def end_flush(self) -> None:
+        with self.lock:
+            self.flushes_in_progress -= 1
+
+    def await_flush(self, started: float, deadline: float | None) -> None:
+        """Wait until every batch created at or before `started` is settled."""
+        while True:
+            with self.lock:
+                pending = [b for b in self.incomplete if b.created <= started]
+            if not pending:
+                return
+            for b in pending:
+                left = None if deadline is None else deadline - self.clock()
+                if left is not None and left <= 0:
+                    raise KafkaTimeoutError(
+                        f"flush() timed out with {len(pending)} batches still unacknowledged")
+                b.result.event.wait(left)

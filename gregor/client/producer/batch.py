@@ -1,0 +1,260 @@
+"""ProducerBatch: records for one partition plus the futures waiting on them.
+
+A batch keeps its records as parallel lists (keys, values, timestamps, headers) while it fills;
+`close()` encodes them once, in one vectorised pass, with the records layer's bulk builder
+(`build_batch_bulk`, the same encoder BatchBuilder uses). Appending a record is therefore three
+list appends and a size check, which keeps send() cheap.
+
+One `ProduceResult` is shared by all records of a batch (the broker answers per batch); each
+send() gets a small `FutureRecordMetadata` holding the result and its index in the batch.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import NamedTuple
+
+from ...protocol.records.builder import build_batch_bulk
+from ..errors import KafkaTimeoutError
+
+log = logging.getLogger("gregor.client.producer")
+
+# Per-record bytes beyond key and value in a v2 batch (attributes, deltas, varint lengths,
+# header count) for records up to 8 KiB: the same estimate the records layer uses.
+RECORD_OVERHEAD = 12
+BATCH_OVERHEAD = 61
+
+
+class RecordMetadata(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class ProduceResult:
+    """The outcome of one batch: base offset / log append time, or an error. When the batch
+    was split, `split` lists (first index, child result) and the records live on there."""
+
+    __slots__ = ("topic", "partition", "base_offset", "log_append_time", "error", "event",
+                 "done", "split", "timestamps", "done_callbacks")
+
+    def __init__(self, topic: str, partition: int, timestamps: list):
+        self.topic = topic
+        self.partition = partition
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.error = None
+        self.event = threading.Event()
+        self.done = False
+        self.split = None
+        self.timestamps = timestamps
+        self.done_callbacks = None  # [(index, fn, future)] from add_done_callback
+
+    def resolve(self, index: int):
+        """(result, index) holding record `index` after any splits."""
+        r = self
+        while r.split is not None:
+            start, child = r.split[0]
+            for s, c in r.split:
+                if s > index:
+                    break
+                start, child = s, c
+            r, index = child, index - start
+        return r, index
+
+
+class FutureRecordMetadata:
+    """A concurrent.futures.Future-like handle on one record's delivery."""
+
+    __slots__ = ("_result", "_index")
+
+    def __init__(self, result: ProduceResult, index: int):
+        self._result = result
+        self._index = index
+
+    def _wait(self, timeout):
+        r, i = self._result, self._index
+        while True:
+            if not r.done and not r.event.wait(timeout):
+                raise KafkaTimeoutError(f"record not acknowledged within {timeout} s")
+            if r.split is None:
+                return r, i
+            r, i = r.resolve(i)
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        r, i = self._wait(timeout)
+        if r.error is not None:
+            raise r.error
+        return _metadata(r, i)
+
+    get = result
+
+    def exception(self, timeout: float | None = None):
+        return self._wait(timeout)[0].error
+
+    def _settled(self):
+        r, i = self._result.resolve(self._index)
+        return r if r.done else None
+
+    def done(self) -> bool:
+        return self._settled() is not None
+
+    def succeeded(self) -> bool:
+        r = self._settled()
+        return r is not None and r.error is None
+
+    def failed(self) -> bool:
+        r = self._settled()
+        return r is not None and r.error is not None
+
+    def cancel(self) -> bool:
+        return False  # a record handed to the producer cannot be taken back
+
+    def cancelled(self) -> bool:
+        return False
+
+    def running(self) -> bool:
+        return not self.done()
+
+    def add_done_callback(self, fn) -> None:
+        """fn(future) once the record is acknowledged or failed (at once if already done)."""
+        r, i = self._result.resolve(self._index)
+        with _CALLBACK_LOCK:
+            if not r.done:
+                if r.done_callbacks is None:
+                    r.done_callbacks = []
+                r.done_callbacks.append((i, fn, self))
+                return
+        _safe_call(fn, self)
+
+    def __repr__(self):
+        r = self._settled()
+        state = "pending" if r is None else ("failed" if r.error else "done")
+        return f"<FutureRecordMetadata {self._result.topic}-{self._result.partition} {state}>"
+
+
+# Guards done-callback registration against the sender settling the batch at the same time.
+_CALLBACK_LOCK = threading.Lock()
+
+
+def _metadata(r: ProduceResult, i: int) -> RecordMetadata:
+    offset = r.base_offset + i if r.base_offset >= 0 else -1
+    ts = r.log_append_time if r.log_append_time >= 0 else r.timestamps[i]
+    return RecordMetadata(r.topic, r.partition, offset, ts)
+
+
+def _safe_call(fn, *args):
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("producer callback %r raised; the producer carries on", fn)
+
+
+class ProducerBatch:
+    __slots__ = ("topic", "partition", "keys", "values", "timestamps", "headers", "size",
+                 "max_bytes", "compression", "result", "callbacks", "created", "attempts",
+                 "retry_at", "reserved", "data", "base_sequence", "producer_id",
+                 "producer_epoch", "in_retry", "drained_at", "final", "full", "bytes_in",
+                 "interceptors")
+
+    def __init__(self, topic, partition, now, reserved, max_bytes, compression):
+        self.topic = topic
+        self.partition = partition
+        self.keys = []
+        self.values = []
+        self.timestamps = []
+        self.headers = None           # one entry per record once any record has headers
+        self.size = BATCH_OVERHEAD
+        self.max_bytes = max_bytes
+        self.compression = compression
+        self.result = ProduceResult(topic, partition, self.timestamps)
+        self.callbacks = None         # [(index, callback)] in append order
+        self.created = now
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.reserved = reserved      # bytes taken from the BufferPool
+        self.data = None              # encoded bytes, made by close()
+        self.base_sequence = -1
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.in_retry = False
+        self.drained_at = 0.0
+        self.final = False            # settled (acknowledged, failed or expired)
+        self.full = False
+        self.bytes_in = 0
+        self.interceptors = None
+
+    @property
+    def record_count(self) -> int:
+        return len(self.keys)
+
+    def try_append(self, timestamp, key, value, headers, callback) -> FutureRecordMetadata | None:
+        """Append unless the batch is full (the first record always goes in)."""
+        size = self.size + RECORD_OVERHEAD
+        if key is not None:
+            size += len(key)
+        if value is not None:
+            size += len(value)
+        if headers:
+            size += sum(len(k) + (len(v) if v is not None else 0) + 6 for k, v in headers)
+        i = len(self.keys)
+        if size > self.max_bytes and i:
+            return None
+        self.size = size
+        self.keys.append(key)
+        self.values.append(value)
+        self.timestamps.append(timestamp)
+        if headers or self.headers is not None:
+            if self.headers is None:
+                self.headers = [None] * i
+            self.headers.append(headers or None)
+        if callback is not None:
+            if self.callbacks is None:
+                self.callbacks = []
+            self.callbacks.append((i, callback))
+        return FutureRecordMetadata(self.result, i)
+
+    def close(self) -> bytes:
+        """Encode the batch with the current producer id / epoch / base sequence."""
+        self.bytes_in = self.size
+        self.data = build_batch_bulk(self.keys, self.values, self.timestamps, self.compression,
+                                     headers=self.headers, producer_id=self.producer_id,
+                                     producer_epoch=self.producer_epoch,
+                                     base_sequence=self.base_sequence)
+        return self.data
+
+    def estimated_size(self) -> int:
+        return len(self.data) if self.data is not None else self.size
+
+    def complete(self, base_offset: int, log_append_time: int, error) -> bool:
+        """Settle every record, run callbacks in append order. False if already settled
+        (e.g. expired while its request was in flight)."""
+        if self.final:
+            return False
+        self.final = True
+        r = self.result
+        r.base_offset = base_offset
+        r.log_append_time = log_append_time
+        r.error = error
+        with _CALLBACK_LOCK:
+            r.done = True
+            done_cbs, r.done_callbacks = r.done_callbacks, None
+        r.event.set()
+        if self.callbacks:
+            for i, cb in self.callbacks:
+                if error is None:
+                    _safe_call(cb, _metadata(r, i), None)
+                else:
+                    _safe_call(cb, None, error)
+        if done_cbs:
+            for _, fn, fut in sorted(done_cbs, key=lambda t: t[0]):
+                _safe_call(fn, fut)
+        if self.interceptors:
+            for i in range(len(self.keys)):
+                md = _metadata(r, i) if error is None else None
+                for ic in self.interceptors:
+                    fn = getattr(ic, "on_acknowledgement", None)
+                    if fn is not None:
+                        _safe_call(fn, md, error)
+        return True

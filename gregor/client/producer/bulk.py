@@ -1,0 +1,230 @@
+"""send_batch: the bulk path. Many records become a few large batches with no per-record
+Python objects beyond the key/value list the caller already has; each batch is encoded once,
+in one vectorised pass, when the sender drains it."""
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+from ...protocol.errors import ErrorCode, error_for_code
+from ..errors import KafkaTimeoutError
+from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
+
+# A bulk batch is capped below max.request.size (it must fit one request) and at 1 MiB, the
+# broker's default message.max.bytes, so a default broker never refuses it as too large.
+MAX_BULK_BATCH = 1024 * 1024
+
+
+class BatchMetadata(NamedTuple):
+    topic: str
+    partition: int
+    base_offset: int
+    record_count: int
+
+
+class _SameTimestamp:
+    """timestamps[i] for a batch whose records share one timestamp."""
+
+    __slots__ = ("ts",)
+
+    def __init__(self, ts):
+        self.ts = ts
+
+    def __getitem__(self, i):
+        return self.ts
+
+
+class BulkSendResult:
+    """What send_batch returns: result() waits for every batch and returns one BatchMetadata
+    per batch written (records of a batch have offsets base_offset .. + record_count - 1)."""
+
+    def __init__(self, batches):
+        self._batches = batches
+        self.record_count = sum(b.record_count for b in batches)
+
+    def _results(self, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        out = []
+        for b in self._batches:
+            r = b.result
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not r.done and not r.event.wait(left):
+                raise KafkaTimeoutError(f"send_batch not acknowledged within {timeout} s")
+            out.append((b, r))
+        return out
+
+    def result(self, timeout: float | None = None) -> list[BatchMetadata]:
+        out = []
+        for b, r in self._results(timeout):
+            if r.split is not None:
+                for _, child in r.split:
+                    for_child = self._follow(child, timeout)
+                    out.extend(for_child)
+                continue
+            if r.error is not None:
+                raise r.error
+            out.append(BatchMetadata(b.topic, b.partition, r.base_offset, b.record_count))
+        return out
+
+    def _follow(self, r, timeout):
+        if not r.done and not r.event.wait(timeout):
+            raise KafkaTimeoutError(f"send_batch not acknowledged within {timeout} s")
+        if r.split is not None:
+            return [m for _, c in r.split for m in self._follow(c, timeout)]
+        if r.error is not None:
+            raise r.error
+        return [BatchMetadata(r.topic, r.partition, r.base_offset, -1)]
+
+    def exception(self, timeout: float | None = None):
+        try:
+            self.result(timeout)
+        except KafkaTimeoutError:
+            raise
+        except Exception as e:
+            return e
+        return None
+
+    def done(self) -> bool:
+        return all(b.result.done for b in self._batches)
+
+
+def _as_list(x, what):
+    if x is None:
+        return None
+    if isinstance(x, list):
+        return x
+    mod = type(x).__module__
+    if mod.startswith("pyarrow"):
+        x = x.to_pylist()
+    elif mod.startswith("numpy"):
+        x = x.tolist()
+    else:
+        x = list(x)
+    if x and not isinstance(x[0], (bytes, type(None))):
+        x = [v.encode("utf-8") if isinstance(v, str) else
+             (bytes(v) if v is not None else None) for v in x]
+    return x
+
+
+def _from_table(table):
+    names = table.column_names
+    if "value" not in names:
+        raise ValueError(f"send_batch needs a 'value' column; the table has {names}")
+    values = table.column("value")
+    keys = table.column("key") if "key" in names else None
+    timestamps = None
+    if "timestamp" in names:
+        col = table.column("timestamp")
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        if pa.types.is_timestamp(col.type):
+            col = pc.cast(col, pa.timestamp("ms")).cast(pa.int64())
+        timestamps = col.to_pylist()
+    return values, keys, timestamps
+
+
+def send_batch(producer, topic, values, keys=None, partition=None, timestamps=None,
+               headers=None) -> BulkSendResult:
+    if producer._closed:
+        from ..errors import ProducerClosedError
+        raise ProducerClosedError("send_batch() after close()")
+    if hasattr(values, "column_names"):  # a pyarrow Table / RecordBatch
+        values, tkeys, tts = _from_table(values)
+        keys = tkeys if keys is None else keys
+        timestamps = tts if timestamps is None else timestamps
+    values = _as_list(values, "values")
+    keys = _as_list(keys, "keys")
+    n = len(values)
+    if keys is not None and len(keys) != n:
+        raise ValueError(f"send_batch: {len(keys)} keys for {n} values")
+    if headers is not None and len(headers) != n:
+        raise ValueError(f"send_batch: {len(headers)} header lists for {n} values")
+    if n == 0:
+        return BulkSendResult([])
+    now_ms = int(time.time() * 1000)
+    if timestamps is None:
+        timestamps = now_ms
+    elif not isinstance(timestamps, int):
+        timestamps = _as_list(timestamps, "timestamps")
+        timestamps = [now_ms if t is None else int(t) for t in timestamps]
+        if len(timestamps) != n:
+            raise ValueError(f"send_batch: {len(timestamps)} timestamps for {n} values")
+    deadline = producer._clock() + producer._max_block
+    nparts = producer._nparts.get(topic)
+    if nparts is None or (partition is not None and partition >= nparts):
+        nparts = producer._wait_on_metadata(topic, partition, deadline)
+    if partition is not None and not 0 <= partition < nparts:
+        raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"partition {partition} of topic {topic!r} does not exist")
+    limit = min(producer._max_request_size - 512, MAX_BULK_BATCH, producer._total_memory)
+    # Records grouped per partition, in input order within a partition.
+    if partition is not None:
+        groups = {partition: None}
+    elif keys is None or producer._ignore_keys:
+        groups = None  # chunks go to partitions one after another (sticky per chunk)
+    else:
+        part = producer._partitioner
+        avail = producer._avail.get(topic) or producer._metadata.available_partitions(topic)
+        groups = {}
+        for i, k in enumerate(keys):
+            groups.setdefault(part(topic, k, values[i], nparts, avail), []).append(i)
+    batches = []
+    if groups is None:
+        for lo, hi, size in _chunks(values, keys, headers, range(n), limit):
+            p = producer._choose_partition(topic, None, None, nparts)
+            batches.append(_make(producer, topic, p, values, keys, timestamps, headers,
+                                 lo, hi, None, size, deadline))
+            if producer._builtin:
+                producer._sticky_boundary(topic, p, nparts)
+    else:
+        for p, idx in groups.items():
+            rng = range(n) if idx is None else idx
+            for lo, hi, size in _chunks(values, keys, headers, rng, limit):
+                sel = None if idx is None else idx[lo:hi]
+                batches.append(_make(producer, topic, p, values, keys, timestamps, headers,
+                                     lo, hi, sel, size, deadline))
+    producer._network.wakeup()
+    return BulkSendResult(batches)
+
+
+def _chunks(values, keys, headers, indices, limit):
+    """(lo, hi, estimated bytes) positions into `indices` so each chunk fits `limit`."""
+    lo = 0
+    size = BATCH_OVERHEAD
+    pos = 0
+    for pos, i in enumerate(indices):
+        v = values[i]
+        rec = RECORD_OVERHEAD + (len(v) if v is not None else 0)
+        if keys is not None and keys[i] is not None:
+            rec += len(keys[i])
+        if headers is not None and headers[i]:
+            rec += sum(len(k) + (len(x) if x is not None else 0) + 6 for k, x in headers[i])
+        if pos > lo and size + rec > limit:
+            yield lo, pos, size
+            lo, size = pos, BATCH_OVERHEAD
+        size += rec
+    if len(indices):
+        yield lo, len(indices), size
+
+
+def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, size, deadline):
+    producer._pool.allocate(size, max(0.0, deadline - producer._clock()))
+    acc = producer._acc
+    b = ProducerBatch(topic, p, producer._clock(), size, size, acc.compression)
+    if sel is None:
+        b.values = values[lo:hi]
+        b.keys = keys[lo:hi] if keys is not None else [None] * (hi - lo)
+        if headers is not None:
+            b.headers = headers[lo:hi]
+        ts = timestamps if isinstance(timestamps, int) else timestamps[lo:hi]
+    else:
+        b.values = [values[i] for i in sel]
+        b.keys = [keys[i] for i in sel]
+        if headers is not None:
+            b.headers = [headers[i] for i in sel]
+        ts = timestamps if isinstance(timestamps, int) else [timestamps[i] for i in sel]
+    b.timestamps = ts
+    b.result.timestamps = _SameTimestamp(ts) if isinstance(ts, int) else ts
+    b.size = size
+    acc.add_batch(b)
+    return b

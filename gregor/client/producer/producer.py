@@ -1,0 +1,416 @@
+"""Producer: the public, thread-safe producer (Kafka's Java producer architecture).
+
+send() -> interceptors -> serializers -> partitioner -> RecordAccumulator; a Sender thread
+drains batches to the brokers. send() is the hot path: it does no per-record locking beyond the
+accumulator's one lock, keeps lookups in locals, and wakes the sender only when a batch opens.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from ...protocol.errors import ErrorCode, error_for_code
+from ..errors import ConfigError, KafkaTimeoutError, ProducerClosedError
+from ..metadata import Metadata
+from ..network import NetworkClient
+from .accumulator import BATCH_OVERHEAD, RecordAccumulator, estimate_record_size
+from .batch import FutureRecordMetadata, RecordMetadata  # noqa: F401
+from .buffer_pool import BufferPool
+from .idempotence import IdempotenceManager
+from .metrics import ProducerMetrics
+from .partitioners import BuiltInPartitioner, partitioner_from_config
+from .sender import Sender
+from .settings import producer_config
+
+log = logging.getLogger("gregor.client.producer")
+_now_ms = time.time
+
+
+def _instantiate(obj, what: str):
+    if isinstance(obj, str):
+        import importlib
+        mod, _, attr = obj.replace(":", ".").rpartition(".")
+        try:
+            obj = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError, ValueError) as e:
+            raise ConfigError(f"config {what!r}: cannot import {obj!r}: {e}") from None
+    if isinstance(obj, type):
+        obj = obj()
+    return obj
+
+
+def _serializer(obj, key: str):
+    """A function(topic, data) -> bytes from a serializer object or callable."""
+    if obj is None:
+        return None
+    obj = _instantiate(obj, key)
+    ser = getattr(obj, "serialize", None)
+    if callable(ser):
+        return ser
+    if callable(obj):
+        return lambda topic, data: obj(data)
+    raise ConfigError(f"config {key!r}: {obj!r} is neither callable nor has serialize()")
+
+
+def _to_bytes(x, what: str):
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return bytes(x)
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    raise TypeError(f"record {what} must be bytes (or str) when no {what}.serializer is set, "
+                    f"got {type(x).__name__}; set {what}.serializer or encode it yourself")
+
+
+def _default_builder_factory():
+    from ...protocol.records.builder import BatchBuilder
+    return lambda compression, max_bytes: BatchBuilder(compression=compression,
+                                                       max_bytes=max_bytes)
+
+
+class Producer:
+    """Kafka producer. Config as a dict with Kafka's names and/or python keywords:
+    `Producer({"bootstrap.servers": "127.0.0.1:9092"}, linger_ms=5)`."""
+
+    def __init__(self, config: dict | None = None, *, _network=None, _clock=None,
+                 _builder_factory=None, _start=True, **kwargs):
+        cfg = producer_config(config, kwargs)
+        self.config = cfg
+        clock = _clock or time.monotonic
+        self._clock = clock
+        self._metadata = Metadata(cfg["metadata.max.age.ms"], allow_auto_topic_creation=True)
+        self._network = _network or NetworkClient(cfg, metadata=self._metadata, clock=clock)
+        self._metadata = self._network.metadata
+        self._pool = BufferPool(cfg["buffer.memory"], clock=clock)
+        self._partitioner = partitioner_from_config(cfg)
+        self._sticky = bool(getattr(self._partitioner, "sticky", False))
+        if cfg["partitioner.ignore.keys"] and not self._sticky:
+            raise ConfigError("config 'partitioner.ignore.keys' only applies to the default "
+                              "partitioner; remove it or 'partitioner'/'partitioner.class'")
+        self._ignore_keys = cfg["partitioner.ignore.keys"]
+        self._acc = RecordAccumulator(
+            batch_size=cfg["batch.size"], linger_s=cfg["linger.ms"] / 1000.0,
+            compression=cfg["compression.codec"], pool=self._pool,
+            builder_factory=_builder_factory or _default_builder_factory(),
+            delivery_timeout_s=cfg["delivery.timeout.ms"] / 1000.0,
+            partitioner=self._partitioner, clock=clock)
+        self._txn = IdempotenceManager() if cfg["enable.idempotence"] else None
+        self._acc.txn = self._txn
+        self._metrics = ProducerMetrics(clock)
+        self._sender = Sender(cfg, self._network, self._acc, self._metrics, txn=self._txn,
+                              clock=clock)
+        self._key_ser = _serializer(cfg["key.serializer"], "key.serializer")
+        self._value_ser = _serializer(cfg["value.serializer"], "value.serializer")
+        self._interceptors = [_instantiate(i, "interceptor.classes")
+                              for i in cfg["interceptor.classes"]]
+        self._acc.interceptors = self._interceptors or None
+        self._max_block = cfg["max.block.ms"] / 1000.0
+        self._max_request_size = cfg["max.request.size"]
+        self._total_memory = cfg["buffer.memory"]
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._nparts: dict[str, int] = {}
+        self._avail: dict[str, list[int]] = {}
+        self._sticky_state: dict[str, list] = {}  # topic -> [partition, bytes since boundary]
+        self._builtin = isinstance(self._partitioner, BuiltInPartitioner)
+        self._plain = not (self._interceptors or self._key_ser or self._value_ser)
+        self._acc_lock = self._acc.lock
+        self._open = self._acc.open
+        self._metadata.listeners.append(self._on_metadata)
+        if _start:
+            self._sender.start(f"gregor-producer-network-thread | {cfg['client.id']}")
+
+    # -- send ----------------------------------------------------------------------------------
+    def send(self, topic: str, value=None, key=None, headers=None, partition=None,
+             timestamp_ms=None, callback=None):
+        """Queue one record; returns a Future whose result() is RecordMetadata."""
+        # Fast path: bytes in, topic known, room in the partition's open batch. Everything
+        # else (serializers, interceptors, headers, a new batch, unknown topic) takes _send.
+        if self._plain and headers is None and (value is None or type(value) is bytes) and \
+                (key is None or type(key) is bytes):
+            n = self._nparts.get(topic)
+            if n is not None:
+                if partition is None:
+                    if key is None and self._builtin:
+                        st = self._sticky_state.get(topic)
+                        if st is None:
+                            return self._send(topic, value, key, None, None, timestamp_ms,
+                                              callback)
+                        p = st[0]
+                        st[1] += (len(value) if value is not None else 0) + 12
+                    else:
+                        p = self._partitioner(topic, key, value, n, self._avail[topic])
+                else:
+                    p = partition
+                if 0 <= p < n:
+                    if timestamp_ms is None:
+                        timestamp_ms = int(_now_ms() * 1000)
+                    with self._acc_lock:
+                        opened = self._open.get(topic)
+                        b = opened[p] if opened is not None and p < len(opened) else None
+                        if b is not None:
+                            size = b.size + 12
+                            if key is not None:
+                                size += len(key)
+                            if value is not None:
+                                size += len(value)
+                            if size <= b.max_bytes:
+                                b.size = size
+                                keys = b.keys
+                                i = len(keys)
+                                keys.append(key)
+                                b.values.append(value)
+                                b.timestamps.append(timestamp_ms)
+                                if b.headers is not None:
+                                    b.headers.append(None)
+                                if callback is not None:
+                                    if b.callbacks is None:
+                                        b.callbacks = []
+                                    b.callbacks.append((i, callback))
+                                return FutureRecordMetadata(b.result, i)
+                    return self._send(topic, value, key, None, p, timestamp_ms, callback,
+                                      partition is None)
+        return self._send(topic, value, key, headers, partition, timestamp_ms, callback)
+
+    produce = send
+
+    def _send(self, topic, value, key, headers, partition, timestamp_ms, callback,
+              chosen=None):
+        if self._closed:
+            raise ProducerClosedError(f"send() to {topic!r} after close(): the producer is "
+                                      "closed; create a new one")
+        if self._interceptors:
+            topic, value, key, headers, partition, timestamp_ms = self._on_send(
+                topic, value, key, headers, partition, timestamp_ms)
+        try:
+            if self._key_ser is not None:
+                key = self._serialize(self._key_ser, "key.serializer", topic, key)
+            if self._value_ser is not None:
+                value = self._serialize(self._value_ser, "value.serializer", topic, value)
+            if key is not None and type(key) is not bytes:
+                key = _to_bytes(key, "key")
+            if value is not None and type(value) is not bytes:
+                value = _to_bytes(value, "value")
+            if headers is not None:
+                headers = self._check_headers(headers)
+            n = self._nparts.get(topic)
+            deadline = None
+            if n is None or (partition is not None and partition >= n):
+                deadline = self._clock() + self._max_block
+                n = self._wait_on_metadata(topic, partition, deadline)
+            self._check_size(topic, key, value, headers)
+            if chosen is None:
+                chosen = partition is None
+            if partition is None:
+                partition = self._choose_partition(topic, key, value, n)
+            elif not 0 <= partition < n:
+                raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                     f"partition {partition} of topic {topic!r} does not exist "
+                                     f"(the topic has {n} partitions)")
+            if timestamp_ms is None:
+                timestamp_ms = int(_now_ms() * 1000)
+            block = self._max_block if deadline is None else max(0.0, deadline - self._clock())
+            fut, new_batch = self._acc.append(topic, partition, timestamp_ms, key, value,
+                                              headers, callback, block)
+            if new_batch is not None:
+                if chosen and self._sticky and (key is None or self._ignore_keys):
+                    self._sticky_boundary(topic, partition, n)
+                sender = self._sender
+                if sender.idle_until > new_batch.created + sender.linger:
+                    self._network.wakeup()
+            return fut
+        except Exception as e:
+            if self._interceptors:
+                for ic in self._interceptors:
+                    fn = getattr(ic, "on_send_error", None)
+                    if fn is not None:
+                        try:
+                            fn(topic, e)
+                        except Exception:
+                            log.exception("interceptor %r on_send_error raised", ic)
+            raise
+
+    def _choose_partition(self, topic, key, value, n):
+        avail = self._avail.get(topic)
+        if avail is None:
+            avail = self._avail[topic] = self._metadata.available_partitions(topic)
+        if key is None and self._builtin:
+            st = self._sticky_state.get(topic)
+            if st is None or st[0] >= n:
+                st = self._sticky_state[topic] = [
+                    self._partitioner(topic, None, value, n, avail), 0]
+            st[1] += (len(value) if value is not None else 0) + 12
+            return st[0]
+        return self._partitioner(topic, key, value, n, avail)
+
+    def _sticky_boundary(self, topic, partition, n):
+        """A batch opened on a sticky partition: tell the partitioner what went there (Java's
+        built-in partitioner switches only at batch boundaries) and refresh its load view."""
+        part = self._partitioner
+        avail = self._avail.get(topic) or list(range(n))
+        sizes = self._acc.queue_sizes(topic)
+        part.update_load_stats(topic, [sizes[i] if i < len(sizes) else 0 for i in avail],
+                               avail, n)
+        if self._builtin:
+            st = self._sticky_state.get(topic)
+            if st is not None and st[0] == partition:
+                part.on_append(topic, partition, st[1], True)
+                st[1] = 0
+                # Ask the partitioner again on the next record (it may have switched).
+                self._sticky_state.pop(topic, None)
+        else:
+            part.on_append(topic, partition, self._acc.batch_size, True)
+
+    def _on_metadata(self):
+        """Metadata changed: drop the per-topic caches the fast path reads."""
+        self._nparts = {}
+        self._avail = {}
+
+    def _on_send(self, topic, value, key, headers, partition, timestamp_ms):
+        from .interceptors import ProducerRecord
+        rec = ProducerRecord(topic, partition, key, value, headers, timestamp_ms)
+        for ic in self._interceptors:
+            fn = getattr(ic, "on_send", None)
+            if fn is None:
+                continue
+            try:
+                out = fn(rec)
+                if out is not None:
+                    rec = out
+            except Exception:
+                log.exception("interceptor %r on_send raised; record sent unchanged", ic)
+        return rec.topic, rec.value, rec.key, rec.headers, rec.partition, rec.timestamp_ms
+
+    @staticmethod
+    def _serialize(ser, keyname, topic, data):
+        try:
+            return ser(topic, data)
+        except Exception as e:
+            raise ValueError(f"{keyname} failed on {type(data).__name__} for topic "
+                             f"{topic!r}: {e}") from e
+
+    @staticmethod
+    def _check_headers(headers):
+        if isinstance(headers, dict):
+            headers = list(headers.items())
+        out = []
+        for h in headers:
+            k, v = h
+            if not isinstance(k, str):
+                k = k.decode("utf-8") if isinstance(k, (bytes, bytearray)) else str(k)
+            if v is not None and type(v) is not bytes:
+                v = _to_bytes(v, "header value")
+            out.append((k, v))
+        return out
+
+    def _check_size(self, topic, key, value, headers):
+        size = estimate_record_size(key, value, headers) + BATCH_OVERHEAD
+        if size > self._max_request_size:
+            raise error_for_code(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"record for {topic!r} is about {size} bytes, larger than "
+                                 f"max.request.size={self._max_request_size}; raise "
+                                 "max.request.size (and the broker's message.max.bytes)")
+        if size > self._total_memory:
+            raise error_for_code(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"record for {topic!r} is about {size} bytes, larger than "
+                                 f"buffer.memory={self._total_memory}; raise buffer.memory")
+
+    def _wait_on_metadata(self, topic: str, partition, deadline: float) -> int:
+        md = self._metadata
+        md.add_topic(topic)
+        while True:
+            n = md.partition_count(topic)
+            if n is not None and (partition is None or partition < n):
+                self._avail[topic] = md.available_partitions(topic)
+                self._nparts[topic] = n
+                return n
+            fatal = self._sender.fatal_error or (self._txn.fatal_error if self._txn else None)
+            if fatal is not None:
+                raise fatal
+            version = md.version
+            md.request_update()
+            self._network.wakeup()
+            left = deadline - self._clock()
+            if left <= 0:
+                err = md.topic_error(topic)
+                why = f" (broker says {err.name})" if err is not None else ""
+                if n is not None:
+                    raise KafkaTimeoutError(
+                        f"partition {partition} of topic {topic!r} not present in metadata "
+                        f"after max.block.ms={int(self._max_block * 1000)}: the topic has {n}")
+                raise KafkaTimeoutError(
+                    f"topic {topic!r} not present in metadata after max.block.ms="
+                    f"{int(self._max_block * 1000)}{why}; create the topic (or enable "
+                    "auto.create.topics.enable on the broker) and check bootstrap.servers")
+            md.wait_for_version(version, min(left, 0.25))
+
+    # -- bulk ----------------------------------------------------------------------------------
+    def send_batch(self, topic: str, values, keys=None, partition=None, timestamps=None,
+                   headers=None):
+        """Bulk path: many records encoded as whole batches. See bulk.py."""
+        from .bulk import send_batch
+        return send_batch(self, topic, values, keys, partition, timestamps, headers)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every record sent before this call is acknowledged or failed."""
+        started = self._clock()
+        deadline = None if timeout is None else started + timeout
+        self._acc.begin_flush()
+        self._network.wakeup()
+        try:
+            self._acc.await_flush(started, deadline)
+        finally:
+            self._acc.end_flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued, then stop. With a timeout, records still pending when it
+        passes are failed and close() returns within the timeout."""
+        with self._close_lock:
+            first = not self._closed
+            self._closed = True
+        sender = self._sender
+        if first:
+            self._acc.closed = True
+            sender.initiate_close()
+        thread = sender.thread
+        if thread is None:
+            return
+        if timeout is None:
+            thread.join()
+        else:
+            deadline = self._clock() + max(0.0, timeout)
+            # Leave a little of the budget for the forced abort.
+            thread.join(max(0.0, timeout - min(0.1, timeout / 4)))
+            if thread.is_alive():
+                sender.force()
+                self._pool.close()
+                thread.join(max(0.0, deadline - self._clock()))
+        self._pool.close()
+        self._partitioner.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if not self._closed and self._sender.thread is not None:
+                self.close(0)
+        except Exception:
+            pass
+
+    # -- info ----------------------------------------------------------------------------------
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        deadline = self._clock() + (self._max_block if timeout is None else timeout)
+        self._wait_on_metadata(topic, None, deadline)
+        return self._metadata.partitions_for(topic)
+
+    def metrics(self) -> dict:
+        return self._metrics.snapshot(self._pool, self._network)
+
+    @property
+    def bootstrap_connected(self) -> bool:
+        return bool(self._metadata.brokers)

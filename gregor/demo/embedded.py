@@ -1,0 +1,79 @@
+"""A gregor broker as a child process for the demo (`python -m gregor broker`), on 127.0.0.1 with a
+port the OS picks, stopped when the demo ends."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+_READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
+# Start-up is a second or two; a loaded CI machine gets far more slack than that.
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+
+
+class EmbeddedBroker:
+    def __init__(self, data_dir: Path, settings: dict | None = None):
+        self.data_dir = Path(data_dir)
+        self.settings = dict(settings or {})
+        self.log_path = self.data_dir.parent / "broker.log"
+        self.bootstrap: str | None = None
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "gregor", "broker", "--listen", "127.0.0.1:0",
+               "--data-dir", str(self.data_dir), "--log-level", "WARNING"]
+        for k, v in self.settings.items():
+            cmd += ["--set", f"{k}={v}"]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        log = open(self.log_path, "w")
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+        found: list[str] = []
+        ready = threading.Event()
+
+        def pump():  # keep reading stdout so the broker never blocks on a full pipe
+            for line in self._proc.stdout:
+                log.write(line)
+                log.flush()
+                m = _READY.search(line)
+                if m and not ready.is_set():
+                    found.append(f"{m.group(1)}:{m.group(2)}")
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, name="gregor-demo-broker-output", daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not ready.wait(0.1):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the gregor broker did not start within {START_TIMEOUT_S:.0f}s; "
+                                   f"see {self.log_path}")
+        if not found:
+            code = self._proc.wait()
+            raise RuntimeError(f"the gregor broker exited with status {code} before it was ready; see "
+                               f"{self.log_path}")
+        self.bootstrap = found[0]
+        return self.bootstrap
+
+    def stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self._proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

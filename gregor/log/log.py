@@ -1,0 +1,531 @@
+"""The log of one partition: an ordered list of segments in one directory.
+
+Single-threaded by design: the broker calls it from its one asyncio thread, so appends and
+reads never race (reads use pread below the segment's size, which only moves after a write
+returned). The only other thread is the one that fsyncs a rolled segment off the request path;
+it works on duplicated file descriptors and touches nothing but the recovery point.
+
+Durability (see config.py):
+- default (flush.messages = flush.ms = Long.MAX): no fsync on append; the page cache writes the
+  data back; a rolled segment is fsynced in the background, which advances the recovery point;
+- flush.messages = N / flush.ms = T with log.flush.policy "inline": append() fsyncs once N
+  records or T ms have accumulated since the last flush;
+- log.flush.policy "group": append() never fsyncs; the broker appends a whole batch of requests,
+  calls `sync()` once per dirty log (one fsync covers every append since the previous sync),
+  then answers them. With flush.messages = 1 that acknowledges only fsynced data, at the cost of
+  one fsync per request batch instead of one per append.
+
+High watermark and last stable offset are kept by the caller (pass max_offset to read()).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from ..protocol.errors import (CorruptMessageError, MessageTooLargeError,
+                               OffsetOutOfRangeError, RecordListTooLargeError)
+from ..protocol.primitives import DecodeError
+from ..protocol.records.header import (BatchHeader, TIMESTAMP_TYPE_BIT, parse_header,
+                                       set_base_offset, set_log_append_time)
+from .config import FLUSH_INLINE, LogConfig
+from .producer_state import ProducerStateManager
+from .recovery import (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, RecoveryReport,
+                       fsync_dir, load_segments, mark_clean_shutdown, write_checkpoint)
+from .segment import Segment
+
+log = logging.getLogger("gregor.log")
+
+# Relative offsets in the index are uint32; roll well before a segment could overflow them.
+MAX_RELATIVE_OFFSET = (1 << 31) - 1
+
+
+class AppendOffsetError(ValueError):
+    """A replicated append (assign_offsets=False) whose offsets do not continue the log."""
+
+
+@dataclass(slots=True, frozen=True)
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int          # -1 when the batches keep their CreateTime
+    log_start_offset: int
+    duplicate: bool = False
+    max_timestamp: int = -1
+    record_count: int = 0
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Log:
+    def __init__(self, directory: str, config: LogConfig, loaded, clock):
+        self.dir = directory
+        self.config = config
+        self._clock = clock
+        self.segments: list[Segment] = loaded.segments
+        self._bases = [s.base_offset for s in self.segments]
+        self._log_start = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self._persisted_recovery_point = -1
+        self.recovery_report: RecoveryReport = loaded.report
+        self._producers = ProducerStateManager(
+            directory, reject_unknown_sequence=config.producer_reject_unknown_sequence)
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock()
+        self._background: list[threading.Thread] = []
+        self._rp_lock = threading.Lock()
+        self._closed = False
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory, config: LogConfig | None = None, *, clock=None) -> "Log":
+        """Open (creating if needed) the log in directory, recovering after an unclean stop.
+        clock() returns the current time in ms (tests pass a fake one)."""
+        directory = os.fspath(directory)
+        config = config or LogConfig()
+        clock = clock or _now_ms
+        loaded = load_segments(directory, config, clock())
+        self = cls(directory, config, loaded, clock)
+        if self._log_start > self.log_end_offset:
+            # Records below the log start were deleted on purpose; never serve them again.
+            log.warning("log %s ends at %d, below its log start offset %d: starting empty at "
+                        "%d", directory, self.log_end_offset, self._log_start, self._log_start)
+            self.truncate_fully(self._log_start)
+        self._rebuild_producer_state(clean=loaded.report.clean)
+        self._persist_log_start()
+        self._persist_recovery_point(force=True)
+        return self
+
+    def _rebuild_producer_state(self, *, clean: bool) -> None:
+        """Latest snapshot at or below the log end, then replay the batches after it."""
+        leo = self.log_end_offset
+        self._producers.delete_snapshots_after(leo)
+        snap = self._producers.load_latest_snapshot(leo)
+        start = self.segments[0].base_offset if snap is None else snap
+        if snap != leo:
+            replayed = 0
+            for seg in self.segments:
+                if seg.next_offset <= start:
+                    continue
+                pos = seg.position_of(start)[0] if start > seg.base_offset else 0
+                for _, h in seg.iter_headers(pos):
+                    self._producers.replay(h)
+                    replayed += 1
+            if replayed and not clean:
+                log.info("log %s: rebuilt producer state from %s plus %d batches", self.dir,
+                         f"snapshot {snap}" if snap is not None else "the log start", replayed)
+            self._producers.take_snapshot(leo)
+
+    # -- properties --------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def active_segment(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producers
+
+    # -- appending ---------------------------------------------------------------------------
+
+    def _parse_batches(self, buf: bytearray) -> list[tuple[int, BatchHeader]]:
+        out, pos, n = [], 0, len(buf)
+        limit = self.config.max_message_bytes
+        while pos < n:
+            try:
+                h = parse_header(buf, pos)
+            except DecodeError as e:
+                raise CorruptMessageError(f"append at byte {pos}: {e}") from None
+            if pos + h.size > n:
+                raise CorruptMessageError(f"append: batch at byte {pos} needs {h.size} bytes, "
+                                          f"only {n - pos} given")
+            if h.size > limit:
+                raise MessageTooLargeError(f"a batch of {h.size} bytes exceeds max.message.bytes"
+                                           f" = {limit}; raise it for this topic or send "
+                                           f"smaller batches")
+            out.append((pos, h))
+            pos += h.size
+        if not out:
+            raise CorruptMessageError("append: no record batch given")
+        return out
+
+    def append(self, data, *, assign_offsets: bool = True, timestamp_type: str | None = None,
+               now_ms: int | None = None) -> AppendInfo:
+        """Append one or more v2 batches (already validated by the caller).
+
+        With assign_offsets (a client's produce) the log assigns offsets in place (a bytearray
+        passed in is patched; bytes are copied) and enforces the producer-state rules; without
+        (replication) the batches must continue the log at log_end_offset. timestamp_type
+        defaults to the config's message.timestamp.type."""
+        now = self._clock() if now_ms is None else now_ms
+        buf = data if isinstance(data, bytearray) else bytearray(data)
+        batches = self._parse_batches(buf)
+        if len(buf) > self.config.segment_bytes:
+            raise RecordListTooLargeError(f"{len(buf)} bytes of batches exceed segment.bytes = "
+                                          f"{self.config.segment_bytes}")
+        producers = self._producers
+        ts_type = timestamp_type or self.config.message_timestamp_type
+        if assign_offsets:
+            for _, h in batches:
+                dup = producers.find_duplicate(h)
+                if dup is not None:
+                    return AppendInfo(dup.first_offset, dup.last_offset,
+                                      dup.timestamp if ts_type == "LogAppendTime" else -1,
+                                      self._log_start, duplicate=True,
+                                      max_timestamp=dup.timestamp)
+        next_offset = self.log_end_offset
+        headers = []
+        for pos, h in batches:
+            if assign_offsets:
+                set_base_offset(buf, pos, next_offset)
+                h.base_offset = next_offset
+            elif h.base_offset != next_offset:
+                raise AppendOffsetError(f"replicated batch at offset {h.base_offset} does not "
+                                        f"continue the log at {next_offset}; truncate first")
+            next_offset = h.base_offset + h.last_offset_delta + 1
+            headers.append(h)
+        log_append_time = -1
+        if ts_type == "LogAppendTime" and assign_offsets:
+            log_append_time = now
+            for pos, h in batches:
+                set_log_append_time(buf, pos, h.size, now)
+                h.max_timestamp = now
+                h.attributes |= TIMESTAMP_TYPE_BIT
+        staged = producers.stage(headers, validate=assign_offsets)
+        max_ts = max(h.max_timestamp for h in headers)
+        seg = self._maybe_roll(len(buf), next_offset - 1, max_ts, now)
+        seg.append(buf, headers)
+        producers.commit(staged)
+        records = next_offset - headers[0].base_offset
+        self._unflushed_messages += records
+        if self.config.flush_policy == FLUSH_INLINE:
+            self.sync(now)
+        return AppendInfo(headers[0].base_offset, next_offset - 1, log_append_time,
+                          self._log_start, False, max_ts, records)
+
+    def _maybe_roll(self, size: int, last_offset: int, max_timestamp: int, now: int) -> Segment:
+        seg = self.segments[-1]
+        if seg.size == 0:
+            return seg
+        cfg = self.config
+        if seg.first_batch_timestamp >= 0:
+            waited = max_timestamp - seg.first_batch_timestamp
+        else:
+            waited = now - seg.created_ms
+        if (seg.size + size > cfg.segment_bytes or waited > cfg.segment_ms
+                or seg.index_full() or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET):
+            return self.roll(now)
+        return seg
+
+    def roll(self, now_ms: int | None = None) -> Segment:
+        """Start a new active segment at the log end (no-op while the active one is empty).
+        The old segment is fsynced (in the background by default) and then the recovery
+        point moves past it."""
+        old = self.segments[-1]
+        if old.size == 0:
+            return old
+        now = self._clock() if now_ms is None else now_ms
+        new_base = old.next_offset
+        fds = old.seal()
+        old.unflushed = False
+        self._producers.take_snapshot(new_base)
+        new = Segment(self.dir, new_base, index_interval=self.config.index_interval_bytes,
+                      max_index_entries=self.config.max_index_entries, now_ms=now)
+        new.open_indexes_for_append()
+        self.segments.append(new)
+        self._bases.append(new_base)
+        if self.config.flush_rolled_in_background:
+            t = threading.Thread(target=self._flush_rolled, args=(fds, new_base),
+                                 name=f"gregor-log-flush-{new_base}", daemon=True)
+            self._background = [b for b in self._background if b.is_alive()]
+            self._background.append(t)
+            t.start()
+        else:
+            self._flush_rolled(fds, new_base)
+        return new
+
+    def _flush_rolled(self, fds: list[int], new_recovery_point: int) -> None:
+        try:
+            for fd in fds:
+                os.fsync(fd)
+            fsync_dir(self.dir)
+        except OSError as e:       # the broker sees it on its next flush; keep the old point
+            log.error("log %s: fsync of a rolled segment failed: %s", self.dir, e)
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)
+        with self._rp_lock:
+            if new_recovery_point > self._recovery_point:
+                self._recovery_point = new_recovery_point
+                self._persist_recovery_point_locked()
+
+    def _join_background(self) -> None:
+        for t in self._background:
+            t.join()
+        self._background = []
+
+    # -- flushing ----------------------------------------------------------------------------
+
+    def sync(self, now_ms: int | None = None) -> bool:
+        """fsync if flush.messages or flush.ms say a flush is due; returns whether it did.
+        In group mode the caller invokes it once per batch of requests; a timer may call it
+        too, so that flush.ms is honoured when no appends come."""
+        if self._unflushed_messages == 0:
+            return False
+        cfg = self.config
+        now = self._clock() if now_ms is None else now_ms
+        if (self._unflushed_messages >= cfg.flush_messages
+                or now - self._last_flush_ms >= cfg.flush_ms):
+            self.flush(now)
+            return True
+        return False
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything appended so far and move the recovery point to the log end."""
+        self._join_background()
+        for seg in self.segments:
+            seg.flush()
+        self._unflushed_messages = 0
+        self._last_flush_ms = self._clock() if now_ms is None else now_ms
+        with self._rp_lock:
+            self._recovery_point = self.log_end_offset
+            self._persist_recovery_point_locked()
+
+    def _persist_recovery_point(self, *, force: bool = False) -> None:
+        with self._rp_lock:
+            self._persist_recovery_point_locked(force=force)
+
+    def _persist_recovery_point_locked(self, *, force: bool = False) -> None:
+        # Recovery scans from the start of the segment holding the recovery point, so the
+        # file only needs rewriting when that segment changes.
+        rp = self._recovery_point
+        if (force or self._segment_index(rp) != self._segment_index(self._persisted_recovery_point)
+                or rp < self._persisted_recovery_point):
+            write_checkpoint(self.dir, RECOVERY_POINT_FILE, rp)
+            self._persisted_recovery_point = rp
+
+    def _persist_log_start(self) -> None:
+        write_checkpoint(self.dir, LOG_START_OFFSET_FILE, self._log_start)
+
+    def _segment_index(self, offset: int) -> int:
+        return bisect_right(self._bases, offset) - 1
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_batch: bool = True) -> bytes:
+        """Raw batches starting with the one containing offset, whole batches only, at most
+        max_bytes (but at least one whole batch when min_one_batch), none starting at or
+        after max_offset (the caller's high watermark). b"" at the end."""
+        leo = self.log_end_offset
+        if offset < self._log_start or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside the log's range [{self._log_start}, {leo}]; "
+                f"reset the position to the log start or end")
+        if offset == leo or (max_offset is not None and offset >= max_offset):
+            return b""
+        i = max(self._segment_index(offset), 0)
+        for seg in self.segments[i:]:
+            pos, h = seg.position_of(offset)
+            if h is None:
+                continue
+            end = seg.size
+            if max_offset is not None and max_offset < seg.next_offset:
+                end = seg.position_of(max_offset)[0]
+            if end <= pos:
+                return b""
+            if pos + max_bytes >= end:
+                return seg.read(pos, end - pos)
+            boundary = seg.boundary_at_or_before(pos, pos + max_bytes)
+            if boundary == pos:
+                if not min_one_batch:
+                    return b""
+                boundary = pos + h.size
+            return seg.read(pos, boundary - pos)
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first batch whose max timestamp is >= timestamp, or None.
+
+        Batch granularity: the log does not decode records, so the offset is the base offset of
+        that batch (never past the first record with a timestamp >= the target; a caller that
+        needs the exact record decodes the one batch read(offset, ...) returns)."""
+        for seg in self.segments:
+            if seg.max_timestamp < timestamp or seg.next_offset <= self._log_start:
+                continue
+            rel = seg.time_index.lookup(timestamp)
+            start = max(seg.base_offset + rel, self._log_start)
+            pos = seg.position_of(start)[0]
+            for _, h in seg.iter_headers(pos):
+                if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= self._log_start:
+                    return max(h.base_offset, self._log_start), h.max_timestamp
+        return None
+
+    # -- removing ----------------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to offset (DeleteRecords); whole segments below it are
+        deleted. Returns the new log start offset."""
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(f"cannot delete records before {offset}: the log ends "
+                                        f"at {self.log_end_offset}")
+        if offset > self._log_start:
+            self._log_start = offset
+            self._persist_log_start()
+            self._delete_segments(self._segments_below_log_start())
+        return self._log_start
+
+    def _segments_below_log_start(self) -> list[Segment]:
+        return [s for s in self.segments[:-1] if s.next_offset <= self._log_start]
+
+    def apply_retention(self, now_ms: int | None = None, *,
+                        high_watermark: int | None = None) -> int:
+        """Delete old segments by retention.ms, retention.bytes and the log start offset.
+        Never deletes data at or above high_watermark when given. Returns segments deleted."""
+        now = self._clock() if now_ms is None else now_ms
+        cfg = self.config
+        hw = self.log_end_offset if high_watermark is None else high_watermark
+        deletable: list[Segment] = []
+        candidates = [s for s in self.segments if s.size > 0 and s.next_offset <= hw]
+        if cfg.retention_ms >= 0:
+            for seg in candidates:
+                if self._largest_timestamp(seg) >= now - cfg.retention_ms:
+                    break
+                deletable.append(seg)
+        if cfg.retention_bytes >= 0:
+            excess = self.size_bytes - cfg.retention_bytes - sum(s.size for s in deletable)
+            for seg in candidates[len(deletable):]:
+                if excess - seg.size < 0:
+                    break
+                deletable.append(seg)
+                excess -= seg.size
+        deletable += [s for s in self._segments_below_log_start() if s not in deletable]
+        if not deletable:
+            return 0
+        if any(s is self.segments[-1] for s in deletable):
+            self.roll(now)      # the active segment itself expired: continue in a new one
+        self._delete_segments(deletable)
+        return len(deletable)
+
+    @staticmethod
+    def _largest_timestamp(seg: Segment) -> int:
+        if seg.max_timestamp >= 0:
+            return seg.max_timestamp
+        return int(os.stat(seg.log_path).st_mtime * 1000)   # batches without timestamps
+
+    def _delete_segments(self, doomed: list[Segment]) -> None:
+        doomed_ids = {id(s) for s in doomed}
+        for seg in doomed:
+            log.info("log %s: deleting segment %d (%d bytes, offsets %d..%d)", self.dir,
+                     seg.base_offset, seg.size, seg.base_offset, seg.next_offset - 1)
+            seg.delete()
+        self.segments = [s for s in self.segments if id(s) not in doomed_ids]
+        self._bases = [s.base_offset for s in self.segments]
+        first = self.segments[0].base_offset
+        if first > self._log_start:
+            self._log_start = first
+            self._persist_log_start()
+        self._producers.delete_snapshots_before(first)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every record at or after offset (replication: a follower's divergent tail).
+        A batch containing offset goes whole, so the log may end a little before offset."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._log_start:
+            self.truncate_fully(offset)
+            return
+        self._join_background()
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete()
+        self._bases = [s.base_offset for s in self.segments]
+        seg = self.segments[-1]
+        removed = seg.truncate_to(offset)
+        seg.open_indexes_for_append()
+        leo = self.log_end_offset
+        log.info("log %s: truncated to offset %d (asked %d, %d bytes removed from the last "
+                 "segment)", self.dir, leo, offset, removed)
+        if self._log_start > leo:
+            self._log_start = leo
+            self._persist_log_start()
+        with self._rp_lock:
+            self._recovery_point = min(self._recovery_point, leo)
+            self._persist_recovery_point_locked()
+        self._rebuild_producer_state(clean=True)
+
+    def truncate_fully(self, new_start: int) -> None:
+        """Delete everything and start an empty log at new_start."""
+        self._join_background()
+        for seg in self.segments:
+            seg.delete()
+        self._producers.delete_all_snapshots()
+        self._producers.clear()
+        seg = Segment(self.dir, new_start, index_interval=self.config.index_interval_bytes,
+                      max_index_entries=self.config.max_index_entries, now_ms=self._clock())
+        seg.open_indexes_for_append()
+        self.segments = [seg]
+        self._bases = [new_start]
+        self._log_start = new_start
+        self._persist_log_start()
+        with self._rp_lock:
+            self._recovery_point = new_start
+            self._persist_recovery_point_locked(force=True)
+
+    # -- closing -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush everything, snapshot the producer state and mark the shutdown clean."""
+        if self._closed:
+            return
+        self.flush()
+        self._producers.take_snapshot(self.log_end_offset, fsync=True)
+        self._persist_log_start()
+        self._persist_recovery_point(force=True)
+        for seg in self.segments:
+            seg.close()
+        mark_clean_shutdown(self.dir)
+        self._closed = True
+
+    def delete(self) -> None:
+        """Close without flushing and remove the directory (the topic was deleted)."""
+        self._join_background()
+        for seg in self.segments:
+            seg.close()
+        self._closed = True
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def abandon(self) -> None:
+        """Close file descriptors without flushing or marking a clean shutdown: what a crash
+        leaves behind (for tests and for the broker's kill paths)."""
+        self._join_background()
+        for seg in self.segments:
+            seg.close()
+        self._closed = True
+
+    def __repr__(self) -> str:
+        return (f"Log({self.dir!r}, start={self._log_start}, end={self.log_end_offset}, "
+                f"segments={len(self.segments)})")

@@ -1,0 +1,203 @@
+"""Opening a partition directory: loading segments after a clean stop, recovering after an
+unclean one.
+
+Files besides the segments and snapshots:
+- `clean-shutdown`: written by Log.close() after everything was flushed; removed when the log
+  is opened. Its absence at open means the previous run did not stop cleanly.
+- `recovery-point`: decimal offset below which every byte is known to be fsynced. After an
+  unclean stop, segments that end at or below it are trusted (their index files are loaded
+  and only their tails are checked); the segment containing it and all later ones are scanned.
+- `log-start-offset`: decimal log start offset (moved by retention and DeleteRecords).
+
+Recovery checks each batch's structure (magic, lengths), CRC-32C and offsets (each batch must
+start where the previous one ended, since gregor never compacts), truncates the segment at the
+first invalid or partial batch, deletes every later segment, rebuilds the indexes of scanned
+segments, and logs what was cut. The producer state is then rebuilt by the Log from its latest
+snapshot at or below the new log end plus a replay of the batches after it.
+
+Not detectable: a flipped bit in a batch's partition_leader_epoch (bytes 12-15), the only
+header field covered neither by the CRC nor by the offset checks.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from .config import LogConfig
+from .index import IndexCorrupt
+from .segment import LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX, Segment
+
+log = logging.getLogger("gregor.log")
+
+CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+RECOVERY_POINT_FILE = "recovery-point"
+LOG_START_OFFSET_FILE = "log-start-offset"
+
+
+@dataclass
+class RecoveryReport:
+    clean: bool
+    segments_scanned: int = 0
+    bytes_truncated: int = 0
+    segments_deleted: list[int] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LoadedLog:
+    segments: list[Segment]
+    log_start_offset: int
+    recovery_point: int
+    report: RecoveryReport
+
+
+def read_checkpoint(directory: str, name: str) -> int | None:
+    """An offset file's value, or None when missing or unreadable (callers then fall back to
+    the safe choice: scan more, trust less)."""
+    try:
+        with open(os.path.join(directory, name), "rb") as f:
+            return int(f.read().strip() or b"x")
+    except (OSError, ValueError):
+        return None
+
+
+def write_checkpoint(directory: str, name: str, value: int, *, fsync: bool = False) -> None:
+    path = os.path.join(directory, name)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(b"%d\n" % value)
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def mark_clean_shutdown(directory: str) -> None:
+    with open(os.path.join(directory, CLEAN_SHUTDOWN_FILE), "wb") as f:
+        f.flush()
+        os.fsync(f.fileno())
+    fsync_dir(directory)
+
+
+def _segment_bases(directory: str) -> list[int]:
+    bases = []
+    for name in os.listdir(directory):
+        stem, ext = os.path.splitext(name)
+        if ext == ".tmp":
+            os.unlink(os.path.join(directory, name))     # a checkpoint write that never finished
+        elif ext == LOG_SUFFIX and stem.isdigit():
+            bases.append(int(stem))
+    for name in os.listdir(directory):                     # indexes whose log is gone
+        stem, ext = os.path.splitext(name)
+        if ext in (INDEX_SUFFIX, TIMEINDEX_SUFFIX) and stem.isdigit() and int(stem) not in bases:
+            os.unlink(os.path.join(directory, name))
+    return sorted(bases)
+
+
+def load_segments(directory: str, config: LogConfig, now_ms: int) -> LoadedLog:
+    os.makedirs(directory, exist_ok=True)
+    marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
+    clean = os.path.exists(marker)
+    report = RecoveryReport(clean=clean)
+    persisted_start = read_checkpoint(directory, LOG_START_OFFSET_FILE)
+    recovery_point = read_checkpoint(directory, RECOVERY_POINT_FILE)
+    if recovery_point is None or recovery_point < 0:
+        recovery_point = 0
+
+    bases = _segment_bases(directory)
+    segments: list[Segment] = []
+    expected = None
+    for i, base in enumerate(bases):
+        seg = Segment(directory, base, index_interval=config.index_interval_bytes,
+                      max_index_entries=config.max_index_entries, now_ms=now_ms)
+        if expected is not None and base != expected:
+            _note(report, f"segment {base} does not continue the log at offset {expected}")
+            seg.close()
+            _delete_from(directory, config, bases[i:], report, now_ms)
+            break
+        below_recovery_point = i + 1 < len(bases) and bases[i + 1] <= recovery_point
+        scanned = False
+        if clean or below_recovery_point:
+            try:
+                seg.load_indexes()
+            except IndexCorrupt as e:
+                _note(report, f"segment {base}: {e}; rebuilding it from the log")
+                scanned = True
+        else:
+            scanned = True
+        cut = False
+        if scanned:
+            report.segments_scanned += 1
+            size_before = seg.size
+            result = seg.recover(expected_offset=base)
+            if result.error is not None:
+                cut = True
+                lost = size_before - result.end_position
+                report.bytes_truncated += lost
+                _note(report, f"segment {base}: {result.error}; truncated {lost} bytes at byte "
+                              f"{result.end_position}, log now ends at offset "
+                              f"{result.next_offset}")
+        segments.append(seg)
+        expected = seg.next_offset
+        if cut:
+            _delete_from(directory, config, bases[i + 1:], report, now_ms)
+            break
+
+    if not segments:
+        start = max(persisted_start or 0, 0)
+        segments.append(Segment(directory, start, index_interval=config.index_interval_bytes,
+                                max_index_entries=config.max_index_entries, now_ms=now_ms))
+    log_start = max(persisted_start or 0, segments[0].base_offset)
+    if not clean:
+        # What was read back may still sit only in the page cache (the process died, the
+        # machine did not): make it durable before trusting it as below the recovery point.
+        for seg in segments:
+            if seg.base_offset >= _containing_base(segments, recovery_point):
+                os.fsync(seg.fd)
+                seg.offset_index.open_for_append()
+                seg.time_index.open_for_append()
+                seg.offset_index.fsync()
+                seg.time_index.fsync()
+                seg.offset_index.close()
+                seg.time_index.close()
+        fsync_dir(directory)
+        recovery_point = segments[-1].next_offset
+    if clean:
+        recovery_point = segments[-1].next_offset
+    segments[-1].open_indexes_for_append()
+    if os.path.exists(marker):
+        os.unlink(marker)
+    return LoadedLog(segments, log_start, recovery_point, report)
+
+
+def _containing_base(segments: list[Segment], offset: int) -> int:
+    base = segments[0].base_offset
+    for seg in segments:
+        if seg.base_offset <= offset:
+            base = seg.base_offset
+    return base
+
+
+def _delete_from(directory: str, config: LogConfig, bases: list[int], report: RecoveryReport,
+                 now_ms: int) -> None:
+    for base in bases:
+        seg = Segment(directory, base, index_interval=config.index_interval_bytes,
+                      max_index_entries=config.max_index_entries, now_ms=now_ms)
+        report.bytes_truncated += seg.size
+        report.segments_deleted.append(base)
+        _note(report, f"deleted segment {base} ({seg.size} bytes) after the point of corruption")
+        seg.delete()
+
+
+def _note(report: RecoveryReport, message: str) -> None:
+    report.problems.append(message)
+    log.warning("log recovery: %s", message)

@@ -1,0 +1,18 @@
+"""InitProducerId (key 22): a producer id and epoch for idempotent or transactional producers."""
+from ..schema import Api, F
+
+API = Api(
+    key=22, name="InitProducerId", valid=(0, 5), flexible=2,
+    request=[
+        F("transactional_id", "string", nullable="0+"),
+        F("transaction_timeout_ms", "int32"),
+        F("producer_id", "int64", v="3+", default=-1),
+        F("producer_epoch", "int16", v="3+", default=-1),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("producer_id", "int64", default=-1),
+        F("producer_epoch", "int16"),
+    ],
+)

@@ -1,0 +1,476 @@
+"""Record batches v2 (magic 2): records, batches, encoding, decoding and validation.
+
+- `encode_batch(records, ...)` builds one batch from (timestamp, key, value, headers) tuples.
+- `decode_batches(buf)` turns the batches in buf into RecordBatch objects (consumers, tools).
+- `decode_any(buf)` yields the data records of any mix of v2 batches and legacy message sets.
+- `validate_batch(buf, pos)` is what the broker runs on the produce path: CRC, header and the
+  structure of every record, without building Record objects (compressed batches are
+  decompressed, within a size cap, to be walked).
+- Control records (transaction markers): `encode_control_batch`, `RecordBatch.control_type`.
+
+Errors: CorruptRecordsError (CORRUPT_MESSAGE) for bytes that are not a well-formed batch,
+InvalidRecordsError (INVALID_RECORD) for well-formed batches that break the rules. Both are
+also DecodeErrors.
+"""
+from __future__ import annotations
+
+import struct
+import time
+from typing import Iterable, Iterator
+
+from ..compression import DEFAULT_MAX_DECOMPRESSED, NONE, decompress
+from ..primitives import DecodeError, decode_varint
+from .encoding import assemble_batch, encode_records
+from .errors import CorruptRecordsError, InvalidRecordsError
+from .header import (CONTROL_BIT, HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT,
+                     BatchHeader, compute_crc, parse_header)
+
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+NO_TIMESTAMP = -1
+
+# Control record types (the key of a control record is int16 version 0, int16 type).
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")   # version 0, coordinator epoch
+
+
+class Record:
+    """One record as a consumer sees it."""
+
+    __slots__ = ("offset", "timestamp", "key", "value", "headers", "timestamp_type")
+
+    def __init__(self, offset: int, timestamp: int, key: bytes | None, value: bytes | None,
+                 headers: list | None = None, timestamp_type: int = CREATE_TIME):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers if headers is not None else []
+        self.timestamp_type = timestamp_type
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (self.offset, self.timestamp, self.key, self.value, list(self.headers),
+                self.timestamp_type) == (other.offset, other.timestamp, other.key, other.value,
+                                         list(other.headers), other.timestamp_type)
+
+    def __repr__(self) -> str:
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r})")
+
+
+class RecordBatch:
+    """A decoded v2 batch: its header plus its records."""
+
+    __slots__ = ("header", "records")
+
+    def __init__(self, header: BatchHeader, records: list[Record]):
+        self.header = header
+        self.records = records
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (f"RecordBatch(base_offset={h.base_offset}, records={len(self.records)}, "
+                f"compression={h.compression}, producer_id={h.producer_id})")
+
+    base_offset = property(lambda self: self.header.base_offset)
+    last_offset = property(lambda self: self.header.last_offset)
+    base_timestamp = property(lambda self: self.header.base_timestamp)
+    max_timestamp = property(lambda self: self.header.max_timestamp)
+    producer_id = property(lambda self: self.header.producer_id)
+    producer_epoch = property(lambda self: self.header.producer_epoch)
+    base_sequence = property(lambda self: self.header.base_sequence)
+    partition_leader_epoch = property(lambda self: self.header.partition_leader_epoch)
+    compression = property(lambda self: self.header.compression)
+    is_transactional = property(lambda self: self.header.is_transactional)
+    is_control = property(lambda self: self.header.is_control)
+    size = property(lambda self: self.header.size)
+
+    @property
+    def timestamp_type(self) -> int:
+        return LOG_APPEND_TIME if self.header.log_append_time else CREATE_TIME
+
+    @property
+    def control_type(self) -> int | None:
+        """CONTROL_COMMIT / CONTROL_ABORT for a transaction marker batch, else None."""
+        if not self.header.is_control or not self.records:
+            return None
+        return parse_control_key(self.records[0].key)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# encoding
+
+
+def encode_batch(records: Iterable, *, base_offset: int = 0, compression: int = NONE,
+                 log_append_time: bool = False, producer_id: int = -1, producer_epoch: int = -1,
+                 base_sequence: int = -1, transactional: bool = False, control: bool = False,
+                 partition_leader_epoch: int = -1, compression_level: int | None = None) -> bytes:
+    """One v2 batch from (timestamp_ms, key, value, headers) tuples (headers may be None or
+    a list of (str, bytes|None)). The first record's timestamp is the base timestamp."""
+    records = list(records)
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    timestamps = [r[0] for r in records]
+    keys = [r[1] for r in records]
+    values = [r[2] for r in records]
+    headers = [r[3] if len(r) > 3 else None for r in records]
+    if not any(headers):
+        headers = None
+    base_ts = timestamps[0]
+    body = encode_records(timestamps, keys, values, headers, base_ts)
+    return assemble_batch(body, len(records), base_ts, max(timestamps), base_offset=base_offset,
+                          compression=compression, log_append_time=log_append_time,
+                          producer_id=producer_id, producer_epoch=producer_epoch,
+                          base_sequence=base_sequence, transactional=transactional,
+                          control=control, partition_leader_epoch=partition_leader_epoch,
+                          compression_level=compression_level)
+
+
+def encode_control_batch(commit: bool, *, producer_id: int, producer_epoch: int,
+                         coordinator_epoch: int = 0, timestamp_ms: int | None = None,
+                         base_offset: int = 0, partition_leader_epoch: int = -1) -> bytes:
+    """An end-transaction marker: a transactional control batch with one control record."""
+    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = _CONTROL_VALUE.pack(0, coordinator_epoch)
+    return encode_batch([(ts, key, value, None)], base_offset=base_offset,
+                        producer_id=producer_id, producer_epoch=producer_epoch,
+                        transactional=True, control=True,
+                        partition_leader_epoch=partition_leader_epoch)
+
+
+def parse_control_key(key: bytes | None) -> tuple[int, int]:
+    """(version, type) of a control record key."""
+    if key is None or len(key) < 4:
+        raise InvalidRecordsError("control record key must hold int16 version + int16 type")
+    return _CONTROL_KEY.unpack_from(key)
+
+
+def parse_control_value(value: bytes | None) -> tuple[int, int]:
+    """(version, coordinator_epoch) of an end-transaction marker's value."""
+    if value is None or len(value) < 6:
+        raise InvalidRecordsError("end transaction marker value must hold int16 version + "
+                                  "int32 coordinator epoch")
+    return _CONTROL_VALUE.unpack_from(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# decoding
+
+
+def _header_at(buf, pos: int) -> BatchHeader:
+    try:
+        return parse_header(buf, pos)
+    except DecodeError as e:
+        raise CorruptRecordsError(str(e)) from None
+
+
+def records_section(buf, pos: int, h: BatchHeader, max_decompressed: int) -> bytes:
+    """The (decompressed) records bytes of the batch at pos."""
+    data = bytes(buf[pos + HEADER_SIZE:pos + h.size])
+    codec = h.compression
+    if codec == NONE:
+        return data
+    try:
+        return decompress(codec, data, max_decompressed)
+    except DecodeError as e:
+        raise CorruptRecordsError(f"batch at offset {h.base_offset}: {e}") from None
+
+
+def _varint_slow(data: bytes, p: int, end: int) -> tuple[int, int]:
+    try:
+        return decode_varint(data, p, end, 10)
+    except DecodeError as e:
+        raise CorruptRecordsError(f"bad varint in record: {e}") from None
+
+
+def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
+    """Records of a batch from its (decompressed) records section."""
+    out = []
+    append = out.append
+    base_offset = h.base_offset
+    base_ts = h.base_timestamp
+    ts_type = LOG_APPEND_TIME if h.attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
+    end = len(data)
+    p = 0
+    count = h.records_count
+    if count < 0 or count > end:   # every record takes at least 7 bytes
+        raise CorruptRecordsError(f"batch at offset {base_offset} claims {count} records in "
+                                  f"{end} bytes")
+    try:
+        for _ in range(count):
+            b = data[p]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                length, p = _varint_slow(data, p, end)
+            rec_end = p + length
+            if length < 6 or rec_end > end:
+                raise CorruptRecordsError(f"record length {length} does not fit the batch")
+            p += 1   # attributes (unused)
+            b = data[p]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                ts_delta, p = _varint_slow(data, p, rec_end)
+            b = data[p]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                off_delta, p = _varint_slow(data, p, rec_end)
+            b = data[p]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                n, p = _varint_slow(data, p, rec_end)
+            if n < 0:
+                if n != -1:
+                    raise CorruptRecordsError(f"negative key length {n}")
+                key = None
+            else:
+                if p + n > rec_end:
+                    raise CorruptRecordsError("key runs past the end of its record")
+                key = data[p:p + n]
+                p += n
+            b = data[p]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                n, p = _varint_slow(data, p, rec_end)
+            if n < 0:
+                if n != -1:
+                    raise CorruptRecordsError(f"negative value length {n}")
+                value = None
+            else:
+                if p + n > rec_end:
+                    raise CorruptRecordsError("value runs past the end of its record")
+                value = data[p:p + n]
+                p += n
+            b = data[p]
+            if b == 0:
+                headers = []
+                p += 1
+            else:
+                headers, p = _decode_headers(data, p, rec_end)
+            if p != rec_end:
+                raise CorruptRecordsError(f"record declares {length} bytes but its fields "
+                                          f"take {length + p - rec_end}")
+            append(Record(base_offset + off_delta,
+                          h.max_timestamp if ts_type else base_ts + ts_delta,
+                          key, value, headers, ts_type))
+    except IndexError:
+        raise CorruptRecordsError(f"batch at offset {base_offset} ends inside a record") from None
+    if p != end:
+        raise CorruptRecordsError(f"batch at offset {base_offset} has {end - p} bytes after "
+                                  f"its {count} records")
+    return out
+
+
+def _decode_headers(data: bytes, p: int, rec_end: int) -> tuple[list, int]:
+    count, p = _varint_slow(data, p, rec_end)
+    if count < 0 or count > rec_end - p:
+        raise CorruptRecordsError(f"invalid header count {count}")
+    headers = []
+    for _ in range(count):
+        n, p = _varint_slow(data, p, rec_end)
+        if n < 0 or p + n > rec_end:
+            raise CorruptRecordsError(f"invalid header key length {n}")
+        try:
+            hk = data[p:p + n].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordsError("header key is not valid UTF-8") from None
+        p += n
+        n, p = _varint_slow(data, p, rec_end)
+        if n < -1 or p + n > rec_end:
+            raise CorruptRecordsError(f"invalid header value length {n}")
+        if n == -1:
+            hv = None
+        else:
+            hv = data[p:p + n]
+            p += n
+        headers.append((hk, hv))
+    return headers, p
+
+
+def decode_batch(buf, pos: int = 0, *, verify_crc: bool = True,
+                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> RecordBatch:
+    """Decode the complete v2 batch at pos."""
+    h = _header_at(buf, pos)
+    if pos + h.size > len(buf):
+        raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
+                                  f"{len(buf) - pos} present")
+    if verify_crc and compute_crc(buf, pos, h.size) != h.crc:
+        raise CorruptRecordsError(f"CRC mismatch in batch at offset {h.base_offset}: the "
+                                  f"bytes were damaged in transit or on disk")
+    data = records_section(buf, pos, h, max_decompressed)
+    return RecordBatch(h, decode_records(data, h))
+
+
+def decode_batches(buf, *, verify_crc: bool = True,
+                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+                   allow_partial: bool = True) -> list[RecordBatch]:
+    """Every v2 batch in buf. A fetch response may end with a partial batch (cut by
+    max_bytes); with allow_partial (the default) it is skipped, otherwise it is an error."""
+    out = []
+    pos, n = 0, len(buf)
+    while pos < n:
+        if n - pos < HEADER_SIZE:
+            if allow_partial:
+                break
+            raise CorruptRecordsError(f"{n - pos} trailing bytes are not a batch")
+        h = _header_at(buf, pos)
+        if pos + h.size > n:
+            if allow_partial:
+                break
+            raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
+                                      f"{n - pos} present")
+        out.append(decode_batch(buf, pos, verify_crc=verify_crc,
+                                max_decompressed=max_decompressed))
+        pos += h.size
+    return out
+
+
+def decode_any(buf, *, verify_crc: bool = True, include_control: bool = False,
+               max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
+    """Data records from any mix of v2 batches and magic 0/1 message sets, in order. Control
+    batches are skipped unless include_control; a partial entry at the end is ignored."""
+    from .legacy import decode_message_set
+
+    out: list[Record] = []
+    pos, n = 0, len(buf)
+    while n - pos > MAGIC_OFFSET:
+        size = struct.unpack_from(">i", buf, pos + 8)[0] + LOG_OVERHEAD
+        if size < LOG_OVERHEAD + 5:
+            raise CorruptRecordsError(f"entry length {size - LOG_OVERHEAD} is too small")
+        if pos + size > n:
+            break
+        magic = buf[pos + MAGIC_OFFSET]
+        if magic == 2:
+            batch = decode_batch(buf, pos, verify_crc=verify_crc,
+                                 max_decompressed=max_decompressed)
+            if include_control or not batch.header.is_control:
+                out.extend(batch.records)
+        elif magic in (0, 1):
+            for m in decode_message_set(buf[pos:pos + size], verify_crc=verify_crc,
+                                        max_decompressed=max_decompressed):
+                out.append(m.to_record())
+        else:
+            raise CorruptRecordsError(f"unknown record format magic {magic}")
+        pos += size
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# validation (broker produce path, log recovery)
+
+
+def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
+                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> BatchHeader:
+    """Check the v2 batch at pos: complete, CRC, header fields, and every record's structure.
+
+    from_client=True adds Kafka's rules for batches in produce requests: no control batches,
+    a base sequence when a producer id is set, offset deltas exactly 0..count-1. Log recovery
+    leaves it False (its batches include control batches the broker wrote itself).
+    """
+    h = _header_at(buf, pos)
+    if pos + h.size > len(buf):
+        raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
+                                  f"{len(buf) - pos} present")
+    if compute_crc(buf, pos, h.size) != h.crc:
+        raise CorruptRecordsError(f"CRC mismatch in batch at offset {h.base_offset}: the "
+                                  f"bytes were damaged in transit or on disk")
+    if h.compression > 4:
+        raise CorruptRecordsError(f"unknown compression codec {h.compression} in batch "
+                                  f"attributes")
+    count = h.records_count
+    if count <= 0:
+        raise InvalidRecordsError(f"invalid record count {count} in batch")
+    # Producers write deltas 0..count-1; compaction may leave gaps, never fewer deltas.
+    if h.last_offset_delta != count - 1 and (from_client or h.last_offset_delta < count - 1):
+        raise InvalidRecordsError(f"inconsistent batch: last offset delta "
+                                  f"{h.last_offset_delta} with {count} records")
+    if from_client:
+        if h.attributes & CONTROL_BIT:
+            raise InvalidRecordsError("clients may not write control records")
+        if h.producer_id >= 0 and h.base_sequence < 0:
+            raise InvalidRecordsError(f"batch from producer {h.producer_id} has no sequence "
+                                      f"number (base sequence {h.base_sequence})")
+    data = records_section(buf, pos, h, max_decompressed)
+    walk_records(data, count, h.last_offset_delta, strict_offsets=from_client)
+    return h
+
+
+def walk_records(data: bytes, count: int, last_offset_delta: int, *,
+                 strict_offsets: bool = True) -> None:
+    """Check the structure of count records in data without building them. Offset deltas
+    must increase (strictly: be exactly 0, 1, 2, ...) and stay within last_offset_delta."""
+    end = len(data)
+    if count > end // 7:   # smallest record: length + 6 one-byte fields
+        raise CorruptRecordsError(f"{count} records cannot fit in {end} bytes")
+    p = 0
+    prev = -1
+    try:
+        for i in range(count):
+            b = data[p]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                length, p = _varint_slow(data, p, end)
+            rec_end = p + length
+            if length < 6 or rec_end > end:
+                raise CorruptRecordsError(f"record {i} length {length} does not fit the batch")
+            p += 1
+            if data[p] < 0x80:        # timestamp delta: any value is acceptable
+                p += 1
+            else:
+                _, p = _varint_slow(data, p, rec_end)
+            b = data[p]
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                od, p = _varint_slow(data, p, rec_end)
+            if (od != i) if strict_offsets else (od <= prev or od > last_offset_delta):
+                raise InvalidRecordsError(f"record {i} has offset delta {od}; expected "
+                                          f"{'exactly ' + str(i) if strict_offsets else 'increasing deltas'}")
+            prev = od
+            for _field in (0, 1):     # key, value
+                b = data[p]
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    p += 1
+                else:
+                    n, p = _varint_slow(data, p, rec_end)
+                if n > 0:
+                    p += n
+                elif n < -1:
+                    raise CorruptRecordsError(f"record {i} has a length of {n}")
+            if p >= rec_end:
+                raise CorruptRecordsError(f"record {i}: key and value run past its end")
+            if data[p] == 0:
+                p += 1
+            else:
+                _, p = _decode_headers(data, p, rec_end)
+            if p != rec_end:
+                raise CorruptRecordsError(f"record {i} declares {length} bytes but its fields "
+                                          f"take {length + p - rec_end}")
+    except IndexError:
+        raise CorruptRecordsError("batch ends inside a record") from None
+    if p != end:
+        raise CorruptRecordsError(f"{end - p} bytes after the batch's {count} records")

@@ -1,0 +1,235 @@
+"""The data source's only contact with the cluster, through gregor's own clients.
+
+- `TopicMetadata`: on the driver, which partitions a subscription covers and their earliest /
+  latest / by-timestamp offsets.
+- `read_range`: on an executor, the records [start, end) of one partition as Arrow batches.
+- `RecordWriter`: on an executor, one idempotent producer per task fed from Arrow batches.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+from typing import Iterator
+
+import pyarrow as pa
+
+from .arrow import build_batch, sink_columns
+from .offsets import DataLossError, OffsetRange, Offsets, TopicPartition
+from .options import Subscription
+
+log = logging.getLogger("gregor.spark")
+
+
+
+# Bytes per partition per fetch: larger than the consumer's 1 MiB default so a task moves its
+# range in few round trips; bounded so a task's buffered fetch stays small next to Spark's memory.
+FETCH_PARTITION_BYTES = 8 * 1024 * 1024
+
+
+def _consumer(config: dict):
+    from gregor.client.consumer import Consumer
+    cfg = dict(config)
+    cfg.setdefault("enable.auto.commit", False)  # progress lives in Spark's checkpoint
+    cfg.setdefault("auto.offset.reset", "none")  # a vanished offset must surface, not be papered over
+    cfg.setdefault("max.partition.fetch.bytes", FETCH_PARTITION_BYTES)
+    return Consumer(cfg)
+
+
+def _admin(config: dict):
+    """An AdminClient given only the keys it knows (the source's kafka.* options may hold
+    consumer settings, which the admin client would reject as unknown)."""
+    from gregor.client.admin import ADMIN_OPTIONS, AdminClient
+    known = {o.name for o in ADMIN_OPTIONS}
+    return AdminClient({k: v for k, v in config.items() if k in known})
+
+
+class TopicMetadata:
+    """Driver-side metadata and offset queries (one consumer, reused across micro-batches)."""
+
+    def __init__(self, config: dict):
+        self._consumer = _consumer(config)
+        self._admin = _admin(config)
+
+    def partitions(self, subscription: Subscription) -> list[TopicPartition]:
+        if subscription.kind == "assign":
+            return list(subscription.assigned)
+        out = []
+        for name, desc in self._admin.list_topics().items():
+            if name.startswith("__") or not subscription.matches(name):
+                continue
+            out.extend((name, p) for p in _partition_numbers(desc))
+        return sorted(out)
+
+    def earliest(self, tps: list[TopicPartition]) -> Offsets:
+        return dict(self._consumer.beginning_offsets(list(tps))) if tps else {}
+
+    def latest(self, tps: list[TopicPartition]) -> Offsets:
+        return dict(self._consumer.end_offsets(list(tps))) if tps else {}
+
+    def offsets_for_times(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+        found = self._consumer.offsets_for_times(dict(wanted))
+        out = {}
+        for tp in wanted:
+            hit = found.get(tp)
+            out[tp] = None if hit is None else int(getattr(hit, "offset", hit))
+        return out
+
+    def close(self) -> None:
+        try:
+            self._consumer.close()
+        finally:
+            self._admin.close()
+
+
+def _partition_numbers(desc) -> list[int]:
+    """Partition numbers of a topic description (partitions as a dict, list or count)."""
+    parts = getattr(desc, "partitions", desc)
+    if isinstance(parts, int):
+        return list(range(parts))
+    if isinstance(parts, dict):
+        return sorted(int(p) for p in parts)
+    return sorted(int(getattr(p, "partition", getattr(p, "id", p))) for p in parts)
+
+
+def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
+               poll_timeout_ms: int) -> Iterator[pa.RecordBatch]:
+    """Yield the records of `rng` as Arrow batches, one per fetched chunk of the partition,
+    built from the consumer's columns (no per-record Python objects).
+
+    Offsets below the partition's start (deleted since planning) are data loss: raised, or
+    skipped with a warning. Gaps inside the range (compaction, transaction markers) are normal."""
+    from gregor.protocol.errors import OffsetOutOfRangeError
+    consumer = _consumer(config)
+    tp = (rng.topic, rng.partition)
+    try:
+        consumer.assign([(rng.topic, rng.partition, rng.start)])
+        position = rng.start
+        deadline = time.monotonic() + poll_timeout_ms / 1000
+        while position < rng.end:
+            try:
+                chunks = consumer.poll_batches(timeout=1.0)
+            except OffsetOutOfRangeError:
+                first = consumer.beginning_offsets([tp])[tp]
+                if position >= first:
+                    raise
+                msg = (f"records {position}..{first - 1} of {rng.topic}-{rng.partition} were removed "
+                       "(retention or delete-records) after the query planned to read them")
+                if fail_on_data_loss:
+                    raise DataLossError(msg + "; set failOnDataLoss=false to skip them with a warning") from None
+                log.warning("%s; skipping to %d because failOnDataLoss=false", msg, first)
+                position = first
+                consumer.seek(rng.topic, rng.partition, position)
+                continue
+            got = False
+            for pr in chunks:
+                n = len(pr)
+                if n == 0:
+                    position = max(position, pr.next_offset)
+                    continue
+                got = True
+                if pr.offsets[-1] >= rng.end:
+                    n = bisect.bisect_left(pr.offsets, rng.end)
+                if n:
+                    yield build_batch(rng.topic, rng.partition, pr.offsets[:n], pr.timestamps[:n],
+                                      pr.timestamp_types[:n], pr.keys[:n], pr.values[:n],
+                                      pr.headers[:n] if include_headers else None,
+                                      include_headers=include_headers)
+                position = rng.end if n < len(pr) else max(pr.next_offset, pr.offsets[-1] + 1)
+            if got:
+                deadline = time.monotonic() + poll_timeout_ms / 1000
+            elif time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"no record of {rng.topic}-{rng.partition} arrived for {poll_timeout_ms} ms while "
+                    f"reading offsets {position}..{rng.end - 1}; is the broker reachable? "
+                    "(raise kafkaConsumer.pollTimeoutMs to wait longer)")
+    finally:
+        consumer.close()
+
+
+class RecordWriter:
+    """One idempotent gregor producer for one Spark task.
+
+    Rows without headers go through the producer's bulk path (send_batch, one call per topic and
+    partition group); rows with headers go record by record. `close()` flushes and raises the
+    first send error, so a task only reports success once every record is acknowledged."""
+
+    def __init__(self, config: dict, topic_option: str | None):
+        from gregor.client.producer import Producer
+        cfg = dict(config)
+        cfg.setdefault("enable.idempotence", True)
+        cfg.setdefault("acks", "all")
+        self._producer = Producer(cfg)
+        self._topic_option = topic_option
+        self._futures = []
+        self.rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        value, key, topic, partition, headers = sink_columns(batch)
+        n = batch.num_rows
+        if n == 0:
+            return
+        self.rows += n
+        if self._topic_option is None and topic.null_count:
+            raise ValueError("a row has a null 'topic' and no 'topic' option is set; fill the column "
+                             "or set the option")
+        has_headers = headers is not None and any(h for h in headers.to_pylist())
+        if has_headers:
+            self._write_rows(value, key, topic, partition, headers)
+            return
+        for t, p, idx in _groups(self._topic_option, topic, partition, n):
+            vals = value if idx is None else value.take(idx)
+            keys = None if key is None else (key if idx is None else key.take(idx))
+            fut = self._producer.send_batch(t, vals, keys=keys, partition=p)
+            if fut is not None:
+                self._futures.append(fut)
+
+    def _write_rows(self, value, key, topic, partition, headers) -> None:
+        vals = value.to_pylist()
+        keys = key.to_pylist() if key is not None else [None] * len(vals)
+        topics = topic.to_pylist() if topic is not None else None
+        parts = partition.to_pylist() if partition is not None else None
+        hdrs = headers.to_pylist()
+        for i, v in enumerate(vals):
+            t = self._topic_option or topics[i]
+            h = [(x["key"], x["value"]) for x in (hdrs[i] or ())]
+            self._futures.append(self._producer.send(t, value=v, key=keys[i], headers=h or None,
+                                                     partition=None if parts is None else parts[i]))
+
+    def close(self) -> int:
+        """Flush, surface the first failure, close. Returns rows written."""
+        try:
+            self._producer.flush()
+            for fut in self._futures:
+                if hasattr(fut, "result"):
+                    fut.result()
+                elif isinstance(fut, (list, tuple)):
+                    for f in fut:
+                        f.result()
+        finally:
+            self._producer.close()
+        return self.rows
+
+
+def _groups(topic_option, topic, partition, n):
+    """(topic, partition or None, row indices or None for all) groups of a sink batch, rows in
+    their original order within each group (so per-partition order follows the DataFrame)."""
+    import pyarrow.compute as pc
+    if partition is None and (topic_option is not None or pc.count_distinct(topic).as_py() == 1):
+        return [(topic_option or topic[0].as_py(), None, None)]
+    masks = []
+    topics = [topic_option] if topic_option is not None else pc.unique(topic).to_pylist()
+    parts = [None] if partition is None else pc.unique(partition).to_pylist()
+    for t in topics:
+        tmask = None if topic_option is not None else pc.equal(topic, t)
+        for p in parts:
+            pmask = None if p is None else (pc.equal(partition, p) if p is not None else None)
+            if p is None and partition is not None:
+                pmask = pc.is_null(partition)
+            mask = tmask if pmask is None else (pmask if tmask is None else pc.and_(tmask, pmask))
+            idx = pc.indices_nonzero(mask) if mask is not None else None
+            if idx is None or len(idx) == n:
+                masks.append((t, p, None))
+            elif len(idx):
+                masks.append((t, p, idx))
+    return masks

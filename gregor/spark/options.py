@@ -1,0 +1,322 @@
+"""Options of the gregor Spark data source, parsed and checked once on the driver.
+
+The names, defaults and rules follow Spark's Kafka connector, so that a job switches from
+format("kafka") to format("gregor") without touching its options. Everything here is plain
+Python (no Spark, no network) so it is tested directly; errors are `OptionError` (a
+ValueError) with a message that names the option and says what to write instead.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+EARLIEST = -2  # Kafka's sentinel offsets, as in the connector's JSON offsets
+LATEST = -1
+
+# Client options the connector decides itself; accepting them would silently change meaning.
+_REJECTED_SOURCE_CLIENT_OPTIONS = {
+    "auto.offset.reset": "set the source option 'startingOffsets' to 'earliest' or 'latest' instead",
+    "key.deserializer": "keys are always read as bytes; cast the 'key' column in the DataFrame",
+    "value.deserializer": "values are always read as bytes; cast the 'value' column in the DataFrame",
+    "enable.auto.commit": "the source never commits consumer offsets; progress lives in the checkpoint",
+    "interceptor.classes": "interceptors would see raw bytes only; transform the DataFrame instead",
+}
+_REJECTED_SINK_CLIENT_OPTIONS = {
+    "key.serializer": "keys are written as bytes; cast the 'key' column to string or binary",
+    "value.serializer": "values are written as bytes; cast the 'value' column to string or binary",
+}
+
+# Spark's default for maxTriggerDelay: a source holding back for minOffsetsPerTrigger still
+# runs a batch after 15 minutes so slow topics are not starved forever.
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+
+
+class OptionError(ValueError):
+    """An option of the gregor data source is missing, malformed or not allowed here."""
+
+
+def _get(options: Mapping[str, str], name: str) -> str | None:
+    """Case-insensitive lookup: Spark hands options to Python sources lower-cased or as given."""
+    lowered = name.lower()
+    for k, v in options.items():
+        if k.lower() == lowered:
+            return None if v is None else str(v)
+    return None
+
+
+def client_config(options: Mapping[str, str]) -> dict[str, str]:
+    """Every `kafka.*` option, prefix stripped, for gregor's client config."""
+    return {k[len("kafka."):]: str(v) for k, v in options.items()
+            if k.lower().startswith("kafka.")}
+
+
+def _positive_int(options: Mapping[str, str], name: str) -> int | None:
+    raw = _get(options, name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"option '{name}' must be a positive integer, got {raw!r}") from None
+    if value <= 0:
+        raise OptionError(f"option '{name}' must be a positive integer, got {raw!r}")
+    return value
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    if raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise OptionError(f"option '{name}' must be 'true' or 'false', got {raw!r}")
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)?\s*$")
+_UNIT_MS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000, "second": 1000,
+            "seconds": 1000, "m": 60_000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
+            "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000, "d": 86_400_000,
+            "day": 86_400_000, "days": 86_400_000}
+
+
+def parse_duration_ms(name: str, raw: str) -> int:
+    """'15m', '30s', '500ms', '2 hours' or a bare number of milliseconds."""
+    m = _DURATION.match(raw)
+    if not m:
+        raise OptionError(f"option '{name}' must be a duration such as '30s', '15m' or '500ms', got {raw!r}")
+    return int(m.group(1)) * _UNIT_MS[m.group(2) or "ms"]
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Which topic-partitions to read: exactly one of the three ways of the connector."""
+    kind: str  # "subscribe" | "subscribePattern" | "assign"
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assigned: tuple[tuple[str, int], ...] = ()
+
+    def matches(self, topic: str) -> bool:
+        if self.kind == "subscribe":
+            return topic in self.topics
+        if self.kind == "subscribePattern":
+            return re.fullmatch(self.pattern, topic) is not None
+        return any(t == topic for t, _ in self.assigned)
+
+
+def parse_subscription(options: Mapping[str, str]) -> Subscription:
+    given = {name: _get(options, name) for name in ("subscribe", "subscribePattern", "assign")}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        raise OptionError("one of the options 'subscribe' (comma-separated topics), 'subscribePattern' "
+                          "(a regular expression) or 'assign' (JSON such as {\"topicA\":[0,1]}) must be "
+                          "set to say which topics to read")
+    if len(given) > 1:
+        raise OptionError(f"only one of 'subscribe', 'subscribePattern' and 'assign' may be set; got "
+                          f"{', '.join(sorted(given))}")
+    kind, raw = next(iter(given.items()))
+    if kind == "subscribe":
+        topics = tuple(t.strip() for t in raw.split(",") if t.strip())
+        if not topics:
+            raise OptionError(f"option 'subscribe' names no topic (got {raw!r}); give comma-separated "
+                              "topic names")
+        return Subscription(kind, topics=topics)
+    if kind == "subscribePattern":
+        if not raw.strip():
+            raise OptionError("option 'subscribePattern' is empty; give a regular expression such as 'events-.*'")
+        try:
+            re.compile(raw)
+        except re.error as e:
+            raise OptionError(f"option 'subscribePattern' is not a valid regular expression ({e}): {raw!r}") from None
+        return Subscription(kind, pattern=raw)
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise OptionError(f"option 'assign' is not valid JSON ({e.msg} at position {e.pos}); expected "
+                          f"something like {{\"topicA\":[0,1],\"topicB\":[2]}}, got {raw!r}") from None
+    if not isinstance(parsed, dict) or not parsed or not all(
+            isinstance(p, list) and all(isinstance(i, int) and i >= 0 for i in p) for p in parsed.values()):
+        raise OptionError(f"option 'assign' must map topic names to lists of partition numbers, such as "
+                          f"{{\"topicA\":[0,1]}}; got {raw!r}")
+    assigned = tuple(sorted((t, p) for t, ps in parsed.items() for p in ps))
+    if not assigned:
+        raise OptionError(f"option 'assign' names no partition: {raw!r}")
+    return Subscription(kind, assigned=assigned)
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where a read starts or ends, before it is resolved against the broker.
+
+    kind: "earliest" | "latest" | "offsets" (per-partition JSON, -2/-1 allowed) |
+    "timestamp" (one timestamp for every partition) | "timestamps" (per-partition JSON)."""
+    kind: str
+    per_partition: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    timestamp: int | None = None
+
+
+def _partition_json(name: str, raw: str, example: str) -> dict[tuple[str, int], int]:
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise OptionError(f"option '{name}' is not valid JSON ({e.msg} at position {e.pos}); expected "
+                          f"'earliest', 'latest' or JSON such as {example}, got {raw!r}") from None
+    out: dict[tuple[str, int], int] = {}
+    if not isinstance(parsed, dict):
+        raise OptionError(f"option '{name}' must be a JSON object such as {example}, got {raw!r}")
+    for topic, parts in parsed.items():
+        if not isinstance(parts, dict):
+            raise OptionError(f"option '{name}': topic {topic!r} must map partition numbers to values, "
+                              f"as in {example}; got {parts!r}")
+        for p, v in parts.items():
+            try:
+                partition = int(p)
+            except ValueError:
+                raise OptionError(f"option '{name}': {p!r} in topic {topic!r} is not a partition number") from None
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise OptionError(f"option '{name}': value for {topic}-{partition} must be an integer, got {v!r}")
+            out[(topic, partition)] = v
+    return out
+
+
+def _offset_spec(options, name: str, default: str) -> OffsetSpec:
+    raw = _get(options, name)
+    raw = default if raw is None else raw.strip()
+    if raw.lower() in ("earliest", "latest"):
+        return OffsetSpec(raw.lower())
+    per = _partition_json(name, raw, '{"topicA":{"0":23,"1":-2},"topicB":{"0":-1}}')
+    for tp, off in per.items():
+        if off < LATEST - 1:
+            raise OptionError(f"option '{name}': offset {off} for {tp[0]}-{tp[1]} is not valid; use -2 for "
+                              "earliest, -1 for latest or a non-negative offset")
+    return OffsetSpec("offsets", per)
+
+
+def _timestamp_spec(options, single: str, per_name: str) -> OffsetSpec | None:
+    raw = _get(options, single)
+    if raw is not None:
+        try:
+            ts = int(raw)
+        except ValueError:
+            raise OptionError(f"option '{single}' must be a timestamp in milliseconds since the epoch, "
+                              f"got {raw!r}") from None
+        return OffsetSpec("timestamp", timestamp=ts)
+    raw = _get(options, per_name)
+    if raw is not None:
+        return OffsetSpec("timestamps", _partition_json(per_name, raw, '{"topicA":{"0":1700000000000}}'))
+    return None
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Everything a reader needs, validated; picklable so executors get it with their task."""
+    client: dict
+    subscription: Subscription
+    starting: OffsetSpec
+    ending: OffsetSpec | None
+    streaming: bool
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+    min_partitions: int | None = None
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy: "error" | "latest"
+    poll_timeout_ms: int = 120_000
+
+
+def _check_client_options(client: Mapping[str, str], rejected: Mapping[str, str], where: str) -> None:
+    if not client.get("bootstrap.servers"):
+        raise OptionError(f"option 'kafka.bootstrap.servers' must be set for the gregor {where} "
+                          "(for example 'localhost:9092')")
+    for key, hint in rejected.items():
+        if key in client:
+            raise OptionError(f"option 'kafka.{key}' is not supported by the gregor {where}: {hint}")
+
+
+def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    where = "streaming source" if streaming else "batch source"
+    client = client_config(options)
+    _check_client_options(client, _REJECTED_SOURCE_CLIENT_OPTIONS, where)
+    subscription = parse_subscription(options)
+
+    starting = (_timestamp_spec(options, "startingTimestamp", "startingOffsetsByTimestamp")
+                or _offset_spec(options, "startingOffsets", "latest" if streaming else "earliest"))
+    ending = None
+    if streaming:
+        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+            if _get(options, name) is not None:
+                raise OptionError(f"option '{name}' is for batch queries only; a streaming query keeps "
+                                  "reading new records (use trigger(availableNow=True) to stop at the end)")
+    else:
+        ending = (_timestamp_spec(options, "endingTimestamp", "endingOffsetsByTimestamp")
+                  or _offset_spec(options, "endingOffsets", "latest"))
+        if starting.kind == "latest":
+            raise OptionError("startingOffsets='latest' is not allowed in a batch query (it would read "
+                              "nothing); use 'earliest', per-partition JSON or a starting timestamp")
+        if ending.kind == "earliest":
+            raise OptionError("endingOffsets='earliest' is not allowed in a batch query (it would read "
+                              "nothing); use 'latest', per-partition JSON or an ending timestamp")
+        for (t, p), off in starting.per_partition.items() if starting.kind == "offsets" else ():
+            if off == LATEST:
+                raise OptionError(f"startingOffsets for {t}-{p} is -1 (latest), which is not allowed in a "
+                                  "batch query; use -2 (earliest) or an explicit offset")
+        for (t, p), off in ending.per_partition.items() if ending.kind == "offsets" else ():
+            if off == EARLIEST:
+                raise OptionError(f"endingOffsets for {t}-{p} is -2 (earliest), which is not allowed in a "
+                                  "batch query; use -1 (latest) or an explicit offset")
+        for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+            if _get(options, name) is not None:
+                raise OptionError(f"option '{name}' is for streaming queries only")
+    if subscription.kind == "assign":
+        for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
+            if spec is not None and spec.kind in ("offsets", "timestamps"):
+                extra = set(spec.per_partition) - set(subscription.assigned)
+                if extra:
+                    t, p = sorted(extra)[0]
+                    raise OptionError(f"option '{name}' names {t}-{p}, which is not in 'assign'; "
+                                      "list the same partitions in both")
+
+    strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError("option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
+                          f"got {strategy!r}")
+    delay_raw = _get(options, "maxTriggerDelay")
+    return SourceOptions(
+        client=client,
+        subscription=subscription,
+        starting=starting,
+        ending=ending,
+        streaming=streaming,
+        include_headers=_bool(options, "includeHeaders", False),
+        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+        min_partitions=_positive_int(options, "minPartitions"),
+        max_offsets_per_trigger=_positive_int(options, "maxOffsetsPerTrigger"),
+        min_offsets_per_trigger=_positive_int(options, "minOffsetsPerTrigger"),
+        max_trigger_delay_ms=(DEFAULT_MAX_TRIGGER_DELAY_MS if delay_raw is None
+                              else parse_duration_ms("maxTriggerDelay", delay_raw)),
+        timestamp_strategy=strategy,
+        poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs") or 120_000,
+    )
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    client: dict
+    topic: str | None  # the 'topic' option; overrides a topic column when set
+
+
+def parse_sink_options(options: Mapping[str, str], column_names: list[str]) -> SinkOptions:
+    client = client_config(options)
+    _check_client_options(client, _REJECTED_SINK_CLIENT_OPTIONS, "sink")
+    topic = _get(options, "topic")
+    if topic is not None and not topic.strip():
+        raise OptionError("option 'topic' is empty; give a topic name or drop it and use a 'topic' column")
+    names = {c.lower() for c in column_names}
+    if "value" not in names:
+        raise OptionError("the DataFrame written to gregor needs a 'value' column (string or binary); "
+                          f"it has {', '.join(column_names) or 'no columns'}")
+    if topic is None and "topic" not in names:
+        raise OptionError("no topic to write to: set the option 'topic' or add a 'topic' column")
+    return SinkOptions(client=client, topic=topic.strip() if topic else None)

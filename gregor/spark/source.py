@@ -1,0 +1,111 @@
+"""`format("gregor")`: the PySpark data source for gregor topics (and any Kafka cluster).
+
+Read: `spark.read` / `spark.readStream` with the options and schema of Spark's Kafka connector
+(see gregor/spark/options.py). Write: `df.write` / `df.writeStream` with a `value` column
+(string or binary) and optional `key`, `headers`, `topic`, `partition` columns, or the `topic`
+option.
+
+Delivery guarantee of the sink: at-least-once. Each Spark task writes through its own
+idempotent producer and flushes before it reports success, so a record is never lost and a
+producer retry never duplicates it; but a task that Spark re-runs (failure, speculation) or a
+micro-batch replayed after a crash writes its records again. Exactly-once needs transactions
+(a later issue). The source side is exactly-once for a streaming query: offsets are in the
+checkpoint and each micro-batch reads exactly the planned offset ranges.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter,
+                                    WriterCommitMessage)
+from pyspark.sql.types import StructType
+
+from .arrow import check_sink_schema, read_ddl
+from .client import RecordWriter
+from .options import OptionError, SinkOptions, _bool, parse_sink_options, parse_source_options
+from .reader import GregorBatchReader, GregorStreamReader
+
+log = logging.getLogger("gregor.spark")
+
+
+class GregorDataSource(DataSource):
+    """Spark data source `gregor` (registered automatically through the `pyspark_gregor` module,
+    or explicitly with `gregor.spark.register(spark)`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "gregor"
+
+    def schema(self):
+        return read_ddl(_bool(self.options, "includeHeaders", False))
+
+    def reader(self, schema: StructType):
+        return GregorBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType):
+        return GregorStreamReader(parse_source_options(self.options, streaming=True))
+
+    def _sink_options(self, schema: StructType) -> SinkOptions:
+        check_sink_schema([(f.name, f.dataType.simpleString()) for f in schema.fields])
+        return parse_sink_options(self.options, [f.name for f in schema.fields])
+
+    def writer(self, schema: StructType, overwrite: bool):
+        return GregorBatchWriter(self._sink_options(schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        return GregorStreamWriter(self._sink_options(schema))
+
+
+@dataclass
+class WrittenRows(WriterCommitMessage):
+    rows: int
+
+
+def _write_task(opts: SinkOptions, iterator) -> WrittenRows:
+    writer = RecordWriter(opts.client, opts.topic)
+    try:
+        for batch in iterator:
+            writer.write(batch)
+    except BaseException:
+        try:
+            writer.close()
+        except Exception:  # the first error is the one to report
+            pass
+        raise
+    return WrittenRows(writer.close())
+
+
+class GregorBatchWriter(DataSourceArrowWriter):
+    def __init__(self, opts: SinkOptions):
+        self.opts = opts
+
+    def write(self, iterator) -> WrittenRows:
+        return _write_task(self.opts, iterator)
+
+    def commit(self, messages) -> None:
+        log.info("gregor sink: wrote %d rows", sum(m.rows for m in messages if m is not None))
+
+    def abort(self, messages) -> None:
+        written = sum(m.rows for m in messages if m is not None)
+        log.warning("gregor sink: job failed after %d rows were already written by finished tasks; "
+                    "those records stay in the topic (the sink is at-least-once)", written)
+
+
+class GregorStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, opts: SinkOptions):
+        self.opts = opts
+
+    def write(self, iterator) -> WrittenRows:
+        return _write_task(self.opts, iterator)
+
+    def commit(self, messages, batchId: int) -> None:
+        log.info("gregor sink: micro-batch %d wrote %d rows", batchId,
+                 sum(m.rows for m in messages if m is not None))
+
+    def abort(self, messages, batchId: int) -> None:
+        log.warning("gregor sink: micro-batch %d failed; records of finished tasks stay in the topic and "
+                    "are written again when the batch is retried (at-least-once)", batchId)
+
+
+__all__ = ["GregorDataSource", "OptionError"]

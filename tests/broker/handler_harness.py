@@ -1,0 +1,98 @@
+"""Run an in-process Broker (no sockets) and call its handlers with decoded requests."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from gregor.broker import apis
+from gregor.broker.broker import Broker
+from gregor.broker.config import BrokerConfig
+from gregor.broker.server import RequestContext
+from gregor.protocol import messages
+from gregor.protocol.header import RequestHeader
+from gregor.protocol.records.batch import decode_batches, encode_batch
+
+
+def run_broker(data_dir, scenario, **settings):
+    """asyncio.run(scenario(broker)) with a Broker opened on data_dir, shut down afterwards."""
+    async def main():
+        cfg = BrokerConfig({"log.dirs": str(data_dir),
+                            **{k.replace("_", "."): v for k, v in settings.items()}})
+        b = Broker(cfg)
+        b.open()
+        b.handlers = apis.build_handlers(b)
+        b.api_version_table = apis.version_table(b.handlers)
+        try:
+            return await scenario(b)
+        finally:
+            await b.shutdown()
+    return asyncio.run(main())
+
+
+async def call(broker, api_name: str, version: int, body: dict):
+    """Encode body at version, decode it as the server would, run the handler, await a delayed
+    result, and check the response encodes. Returns the response dict (or the sentinel)."""
+    api = messages.api(api_name)
+    codec = api.request_codec(version)
+    request = codec.decode(codec.encode(body))
+    ctx = RequestContext(None, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
+    result = broker.handlers[api.key].handle(ctx, request)
+    if isinstance(result, asyncio.Future):
+        result = await result
+    if isinstance(result, dict):
+        resp_codec = api.response_codec(version)
+        return resp_codec.decode(resp_codec.encode(result))
+    return result
+
+
+def start_call(broker, api_name: str, version: int, body: dict):
+    """Like call() but returns the handler's raw result (a Future when it waits)."""
+    api = messages.api(api_name)
+    codec = api.request_codec(version)
+    request = codec.decode(codec.encode(body))
+    ctx = RequestContext(None, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
+    return broker.handlers[api.key].handle(ctx, request)
+
+
+def batch(*values, key=b"k", ts=None, **kw) -> bytes:
+    ts = int(time.time() * 1000) if ts is None else ts
+    return encode_batch([(ts, key, v, [("h", b"1")]) for v in values], **kw)
+
+
+def produce_body(topic, records, partition=0, acks=1, timeout_ms=5000, extra=()):
+    parts = [{"index": partition, "records": records}] + [
+        {"index": p, "records": r} for p, r in extra]
+    return {"transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
+            "topic_data": [{"name": topic, "partition_data": parts}]}
+
+
+def presp(resp, i=0):
+    """The i-th partition response of a Produce response."""
+    return [p for t in resp["responses"] for p in t["partition_responses"]][i]
+
+
+def fetch_body(topic, offset, partition=0, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+               partition_max_bytes=1 << 20):
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+            "max_bytes": max_bytes, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [
+                {"partition": partition, "fetch_offset": offset, "log_start_offset": -1,
+                 "partition_max_bytes": partition_max_bytes}]}],
+            "forgotten_topics_data": [], "rack_id": ""}
+
+
+def fresp(resp, i=0):
+    return [p for t in resp["responses"] for p in t["partitions"]][i]
+
+
+def values_of(records: bytes) -> list[bytes]:
+    return [r.value for b in decode_batches(records) for r in b.records]
+
+
+async def create(broker, name, partitions=1, configs=None):
+    resp = await call(broker, "CreateTopics", 4, {
+        "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
+                    "assignments": [], "configs": [{"name": k, "value": str(v)}
+                                                   for k, v in (configs or {}).items()]}],
+        "timeout_ms": 1000, "validate_only": False})
+    assert resp["topics"][0]["error_code"] == 0, resp

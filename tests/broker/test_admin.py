@@ -1,0 +1,207 @@
+"""Metadata and the admin APIs on an in-process broker; topics persist across restarts."""
+import asyncio
+
+from gregor.protocol.errors import ErrorCode
+
+from .handler_harness import batch, call, create, fetch_body, fresp, produce_body, run_broker
+
+
+def _topic(name, partitions=1, rf=1, configs=None, assignments=None):
+    return {"name": name, "num_partitions": partitions, "replication_factor": rf,
+            "assignments": assignments or [],
+            "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}
+
+
+async def _create(b, *topics, version=4, validate_only=False):
+    resp = await call(b, "CreateTopics", version, {"topics": list(topics), "timeout_ms": 1000,
+                                                    "validate_only": validate_only})
+    return {t["name"]: (t["error_code"], t["error_message"]) for t in resp["topics"]}
+
+
+def test_metadata_lists_this_broker_as_leader_and_auto_creates(tmp_path):
+    async def s(b):
+        m = await call(b, "Metadata", 5, {"topics": [{"name": "auto"}],
+                                          "allow_auto_topic_creation": True})
+        assert m["brokers"] == [{"node_id": 0, "host": b.advertised_host,
+                                 "port": b.advertised_port, "rack": None}]
+        assert m["controller_id"] == 0 and m["cluster_id"] == b.cluster_id
+        (t,) = m["topics"]
+        assert t["error_code"] == 0 and [p["partition_index"] for p in t["partitions"]] == [0, 1]
+        p = t["partitions"][0]
+        assert (p["leader_id"], p["replica_nodes"], p["isr_nodes"]) == (0, [0], [0])
+        m = await call(b, "Metadata", 5, {"topics": [{"name": "other"}],
+                                          "allow_auto_topic_creation": False})
+        assert m["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        m = await call(b, "Metadata", 1, {"topics": None})          # all topics
+        assert [t["name"] for t in m["topics"]] == ["auto"]
+        m = await call(b, "Metadata", 0, {"topics": []})            # v0: empty = all
+        assert [t["name"] for t in m["topics"]] == ["auto"]
+        m = await call(b, "Metadata", 4, {"topics": [{"name": "bad name!"}]})
+        assert m["topics"][0]["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    run_broker(tmp_path, s, **{"num.partitions": "2"})
+
+
+def test_metadata_without_auto_create(tmp_path):
+    async def s(b):
+        m = await call(b, "Metadata", 1, {"topics": [{"name": "x"}]})
+        assert m["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert b.store.get("x") is None
+    run_broker(tmp_path, s, **{"auto.create.topics.enable": "false"})
+
+
+def test_create_topics_rules(tmp_path):
+    async def s(b):
+        res = await _create(b, _topic("ok", 3, configs={"retention.ms": "1000"}),
+                            _topic("rf3", rf=3), _topic("bad/name"),
+                            _topic("zero", 0), _topic("badcfg", configs={"retention.mss": "1"}),
+                            _topic("dup"), _topic("dup"), _topic("dflt", -1, -1),
+                            _topic("assigned", -1, -1, assignments=[
+                                {"partition_index": 0, "broker_ids": [0]},
+                                {"partition_index": 1, "broker_ids": [0]}]),
+                            _topic("elsewhere", -1, -1, assignments=[
+                                {"partition_index": 0, "broker_ids": [5]}]))
+        assert res["ok"][0] == 0
+        assert res["rf3"][0] == ErrorCode.INVALID_REPLICATION_FACTOR
+        assert "1" in res["rf3"][1]
+        assert res["bad/name"][0] == ErrorCode.INVALID_TOPIC_EXCEPTION
+        assert res["zero"][0] == ErrorCode.INVALID_PARTITIONS
+        assert res["badcfg"][0] == ErrorCode.INVALID_CONFIG
+        assert res["dup"][0] == ErrorCode.INVALID_REQUEST
+        assert res["dflt"][0] == 0 and b.store.get("dflt").partitions == 1
+        assert res["assigned"][0] == 0 and b.store.get("assigned").partitions == 2
+        assert res["elsewhere"][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        assert (await _create(b, _topic("ok")))["ok"][0] == ErrorCode.TOPIC_ALREADY_EXISTS
+        assert (await _create(b, _topic("dry", 2), validate_only=True))["dry"][0] == 0
+        assert b.store.get("dry") is None
+        assert len(b.replica_manager.topic_partitions("ok")) == 3
+        assert (await _create(b, _topic("v0"), version=0))["v0"][0] == 0
+    run_broker(tmp_path, s)
+
+
+def test_delete_topics_removes_data_and_wakes_fetchers(tmp_path):
+    async def s(b):
+        await create(b, "gone", 2)
+        await call(b, "Produce", 8, produce_body("gone", batch(b"a")))
+        await asyncio.sleep(0.01)
+        from .handler_harness import start_call
+        waiting = start_call(b, "Fetch", 11, fetch_body("gone", 1, max_wait_ms=10_000))
+        resp = await call(b, "DeleteTopics", 3, {"topic_names": ["gone", "never"],
+                                                 "timeout_ms": 1000})
+        codes = {r["name"]: r["error_code"] for r in resp["responses"]}
+        assert codes == {"gone": 0, "never": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert fresp(await waiting)["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert not (tmp_path / "gone-0").exists() and not (tmp_path / "gone-1").exists()
+        m = await call(b, "Metadata", 4, {"topics": [{"name": "gone"}],
+                                          "allow_auto_topic_creation": False})
+        assert m["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    run_broker(tmp_path, s)
+
+
+def test_delete_topics_can_be_disabled(tmp_path):
+    async def s(b):
+        await create(b, "keep")
+        resp = await call(b, "DeleteTopics", 3, {"topic_names": ["keep"], "timeout_ms": 1000})
+        assert resp["responses"][0]["error_code"] == ErrorCode.TOPIC_DELETION_DISABLED
+    run_broker(tmp_path, s, **{"delete.topic.enable": "false"})
+
+
+def test_create_partitions(tmp_path):
+    async def s(b):
+        await create(b, "t", 2)
+
+        async def cp(count, validate_only=False, name="t"):
+            r = await call(b, "CreatePartitions", 1, {
+                "topics": [{"name": name, "count": count, "assignments": None}],
+                "timeout_ms": 1000, "validate_only": validate_only})
+            return r["results"][0]["error_code"]
+
+        assert await cp(4, validate_only=True) == 0 and b.store.get("t").partitions == 2
+        assert await cp(4) == 0 and b.store.get("t").partitions == 4
+        assert b.replica_manager.get("t", 3) is not None
+        assert await cp(3) == ErrorCode.INVALID_PARTITIONS
+        assert await cp(5, name="nope") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    run_broker(tmp_path, s)
+
+
+def test_describe_configs(tmp_path):
+    async def s(b):
+        await create(b, "t", configs={"retention.ms": 1234})
+
+        async def dc(rtype, name, keys=None, version=1):
+            r = await call(b, "DescribeConfigs", version, {
+                "resources": [{"resource_type": rtype, "resource_name": name,
+                               "configuration_keys": keys}], "include_synonyms": True})
+            return r["results"][0]
+
+        res = await dc(2, "t")
+        cfg = {c["name"]: c for c in res["configs"]}
+        assert cfg["retention.ms"]["value"] == "1234" and cfg["retention.ms"]["config_source"] == 1
+        assert cfg["segment.bytes"]["value"] == "1073741824"
+        assert cfg["max.message.bytes"]["config_source"] == 4      # set on the broker below
+        assert cfg["max.message.bytes"]["value"] == "5000"
+        assert cfg["cleanup.policy"]["config_source"] == 5
+        res = await dc(2, "t", ["retention.ms"], version=0)
+        assert [c["name"] for c in res["configs"]] == ["retention.ms"]
+        assert not res["configs"][0]["is_default"]
+        assert (await dc(2, "missing"))["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        broker_cfg = {c["name"]: c["value"] for c in (await dc(4, "0"))["configs"]}
+        assert broker_cfg["message.max.bytes"] == "5000" and broker_cfg["num.partitions"] == "1"
+        assert (await dc(4, "7"))["error_code"] != 0
+    run_broker(tmp_path, s, **{"message.max.bytes": "5000"})
+
+
+def test_delete_records(tmp_path):
+    async def s(b):
+        await create(b, "t")
+        for v in (b"a", b"b", b"c"):
+            await call(b, "Produce", 8, produce_body("t", batch(v)))
+        await asyncio.sleep(0.01)
+
+        async def dr(offset):
+            r = await call(b, "DeleteRecords", 1, {"topics": [{"name": "t", "partitions": [
+                {"partition_index": 0, "offset": offset}]}], "timeout_ms": 1000})
+            return r["topics"][0]["partitions"][0]
+
+        r = await dr(2)
+        assert (r["error_code"], r["low_watermark"]) == (0, 2)
+        f = fresp(await call(b, "Fetch", 11, fetch_body("t", 0)))
+        assert f["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE and f["log_start_offset"] == 2
+        assert (await dr(10))["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert (await dr(-1))["low_watermark"] == 3
+    run_broker(tmp_path, s)
+
+
+def test_topics_configs_and_data_survive_a_restart(tmp_path):
+    async def first(b):
+        await create(b, "kept", 2, {"retention.ms": 99999})
+        await create(b, "dropped")
+        await call(b, "Produce", 8, produce_body("kept", batch(b"x", b"y"), partition=1))
+        await call(b, "DeleteTopics", 3, {"topic_names": ["dropped"], "timeout_ms": 1000})
+        return b.cluster_id
+    cluster = run_broker(tmp_path, first)
+
+    async def second(b):
+        assert b.cluster_id == cluster
+        assert b.store.get("dropped") is None
+        t = b.store.get("kept")
+        assert t.partitions == 2 and b.topic_config(t)["retention.ms"] == 99999
+        f = fresp(await call(b, "Fetch", 11, fetch_body("kept", 0, partition=1)))
+        from .handler_harness import values_of
+        assert values_of(f["records"]) == [b"x", b"y"] and f["high_watermark"] == 2
+    run_broker(tmp_path, second)
+
+
+def test_api_versions_table(tmp_path):
+    async def s(b):
+        r = await call(b, "ApiVersions", 2, {})
+        table = {k["api_key"]: (k["min_version"], k["max_version"]) for k in r["api_keys"]}
+        must = {0: 3, 1: 4, 2: 1, 3: 5, 22: 0}      # single versions old librdkafka checks
+        for key, v in must.items():
+            assert table[key][0] <= v <= table[key][1], (key, table[key])
+        assert table[3][0] <= 4
+        # nothing we do not implement (consumer groups, transactions) is advertised
+        assert not {10, 11, 12, 13, 14, 24, 25, 26} & set(table)
+        # kafka-python infers a modern broker from this table
+        from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
+        assert infer_broker_version_from_api_versions(table) >= (1, 0)
+    run_broker(tmp_path, s)

@@ -1,0 +1,209 @@
+"""The network layer in-process, with stand-in handlers: ordering, pipelining, limits and
+hostile input."""
+import asyncio
+import struct
+
+from gregor.broker.metrics import BrokerMetrics
+from gregor.broker.server import NO_RESPONSE, CloseConnection, Handler, Server
+from gregor.protocol import messages
+from gregor.protocol.header import decode_response, encode_request
+
+API_VERSIONS = messages.api("ApiVersions")
+METADATA = messages.api("Metadata")
+PRODUCE = messages.api("Produce")
+
+
+def _metadata_body(tag):
+    return {"brokers": [], "cluster_id": tag, "controller_id": 0, "topics": []}
+
+
+def make_server(**limits):
+    def metadata(ctx, req):
+        if not req["topics"]:
+            return _metadata_body(f"fast{ctx.correlation_id}")
+        # A response that waits, like a purgatory operation: the topic name is a delay in ms.
+        delay = int(req["topics"][0]["name"])
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        loop.call_later(delay / 1000, fut.set_result, _metadata_body(f"slow{ctx.correlation_id}"))
+        return fut
+
+    def api_versions(ctx, req):
+        return {"error_code": 0, "api_keys": [{"api_key": 18, "min_version": 0,
+                                               "max_version": 2}]}
+
+    def produce(ctx, req):
+        if req["acks"] == 0:
+            if req["timeout_ms"] < 0:
+                raise CloseConnection("test asked to close")
+            return NO_RESPONSE
+        return {"responses": []}
+
+    handlers = {
+        3: Handler(METADATA, 0, 8, metadata),
+        18: Handler(API_VERSIONS, 0, 2, api_versions),
+        0: Handler(PRODUCE, 3, 8, produce),
+    }
+    opts = dict(max_request_bytes=1 << 20, max_connections=100, max_in_flight=100,
+                idle_timeout_s=600.0,
+                unsupported_version_response=lambda: {"error_code": 35, "api_keys": [
+                    {"api_key": 18, "min_version": 0, "max_version": 2}]})
+    opts.update(limits)
+    return Server(handlers, BrokerMetrics(), **opts)
+
+
+async def open_conn(port):
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+async def read_response(reader, api, version):
+    size = struct.unpack(">i", await reader.readexactly(4))[0]
+    return decode_response(api, version, await reader.readexactly(size))
+
+
+async def closed(reader, timeout=2.0):
+    try:
+        data = await asyncio.wait_for(reader.read(1), timeout)
+    except (ConnectionResetError, asyncio.IncompleteReadError):
+        return True
+    except asyncio.TimeoutError:
+        return False
+    return data == b""
+
+
+def run_with_server(scenario, **limits):
+    async def main():
+        srv = make_server(**limits)
+        _, port = await srv.start("127.0.0.1", 0)
+        try:
+            await scenario(srv, port)
+        finally:
+            srv.stop_accepting()
+            await srv.close()
+    asyncio.run(main())
+
+
+def test_responses_keep_request_order_when_earlier_ones_wait():
+    async def scenario(srv, port):
+        reader, writer = await open_conn(port)
+        # pipelined: a response delayed 200 ms, one delayed 50 ms, then two immediate ones
+        frames = [encode_request(METADATA, 2, 1, "t", {"topics": [{"name": "200"}]}),
+                  encode_request(METADATA, 2, 2, "t", {"topics": [{"name": "50"}]}),
+                  encode_request(METADATA, 2, 3, "t", {"topics": []}),
+                  encode_request(API_VERSIONS, 0, 4, "t", {})]
+        writer.write(b"".join(frames))
+        got = []
+        for api, v in ((METADATA, 2), (METADATA, 2), (METADATA, 2), (API_VERSIONS, 0)):
+            corr, body = await read_response(reader, api, v)
+            got.append((corr, body.get("cluster_id")))
+        assert got == [(1, "slow1"), (2, "slow2"), (3, "fast3"), (4, None)]
+        writer.close()
+    run_with_server(scenario)
+
+
+def test_many_pipelined_requests_beyond_the_in_flight_cap():
+    async def scenario(srv, port):
+        reader, writer = await open_conn(port)
+        n = 200      # more than max_in_flight: reading pauses and resumes, nothing is lost
+        writer.write(b"".join(encode_request(METADATA, 1, i, "t", {"topics": [{"name": "1"}]})
+                              for i in range(n)))
+        corrs = [(await read_response(reader, METADATA, 1))[0] for _ in range(n)]
+        assert corrs == list(range(n))
+        writer.close()
+    run_with_server(scenario, max_in_flight=8)
+
+
+def test_acks0_style_no_response_and_close_after_earlier_responses():
+    async def scenario(srv, port):
+        reader, writer = await open_conn(port)
+        body = {"transactional_id": None, "acks": 0, "timeout_ms": 1000, "topic_data": []}
+        writer.write(encode_request(PRODUCE, 3, 1, "t", body))           # no response
+        writer.write(encode_request(METADATA, 1, 2, "t", {"topics": [{"name": "100"}]}))
+        writer.write(encode_request(PRODUCE, 3, 3, "t", dict(body, timeout_ms=-1)))  # close
+        corr, _ = await read_response(reader, METADATA, 1)
+        assert corr == 2                 # the response owed before the close still arrives
+        assert await closed(reader)
+    run_with_server(scenario)
+
+
+def test_hostile_input_closes_only_that_connection():
+    async def scenario(srv, port):
+        cases = [
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",                        # HTTP on Kafka port
+            struct.pack(">i", -5) + b"xxxx",                              # negative size
+            struct.pack(">i", (1 << 20) + 1),                             # over the limit
+            struct.pack(">i", 3) + b"\x00\x03\x00",                       # shorter than header
+            encode_request(METADATA, 1, 1, "t", {"topics": []})[:4] + b"\x03\xe7" +
+            encode_request(METADATA, 1, 1, "t", {"topics": []})[6:],     # unknown API key 999
+            encode_request(PRODUCE, 8, 1, "t", {"acks": 1, "timeout_ms": 1,
+                                                "topic_data": []})[:4] + b"\x00\x00\x00\x01" +
+            encode_request(PRODUCE, 8, 1, "t", {"acks": 1, "timeout_ms": 1,
+                                                "topic_data": []})[8:],  # Produce v1: unserved
+            struct.pack(">i", 14) + struct.pack(">hhi", 3, 1, 1) + b"\x00\x05ab" + b"\xff\xff"
+            + b"\x00\x00",                                                # truncated string
+            struct.pack(">i", 18) + struct.pack(">hhi", 3, 1, 1) + b"\xff\xff"
+            + b"\x7f\xff\xff\xff" + b"\x00\x00\x00\x00",                  # absurd array count
+        ]
+        for data in cases:
+            reader, writer = await open_conn(port)
+            writer.write(data)
+            assert await closed(reader), data
+            writer.close()
+        # the server carries on
+        reader, writer = await open_conn(port)
+        writer.write(encode_request(METADATA, 1, 9, "t", {"topics": []}))
+        assert (await read_response(reader, METADATA, 1))[0] == 9
+        writer.close()
+    run_with_server(scenario)
+
+
+def test_unknown_api_versions_version_gets_error_35_in_v0_and_stays_open():
+    async def scenario(srv, port):
+        reader, writer = await open_conn(port)
+        frame = bytearray(encode_request(API_VERSIONS, 0, 5, "t", {}))
+        struct.pack_into(">h", frame, 6, 99)          # ApiVersions v99
+        writer.write(bytes(frame))
+        corr, body = await read_response(reader, API_VERSIONS, 0)
+        assert corr == 5 and body["error_code"] == 35
+        assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
+        writer.write(encode_request(API_VERSIONS, 2, 6, "t", {}))
+        corr, body = await read_response(reader, API_VERSIONS, 2)
+        assert corr == 6 and body["error_code"] == 0
+        writer.close()
+    run_with_server(scenario)
+
+
+def test_connection_cap():
+    async def scenario(srv, port):
+        conns = [await open_conn(port) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        reader, writer = await open_conn(port)
+        assert await closed(reader)
+        conns[0][1].write(encode_request(API_VERSIONS, 0, 1, "t", {}))
+        assert (await read_response(conns[0][0], API_VERSIONS, 0))[0] == 1
+        for _, w in conns:
+            w.close()
+    run_with_server(scenario, max_connections=2)
+
+
+def test_idle_connections_are_closed():
+    async def scenario(srv, port):
+        reader, writer = await open_conn(port)
+        writer.write(encode_request(API_VERSIONS, 0, 1, "t", {}))
+        await read_response(reader, API_VERSIONS, 0)
+        assert await closed(reader, timeout=3.0)
+        assert not srv.connections
+    run_with_server(scenario, idle_timeout_s=0.2)
+
+
+def test_frame_split_across_many_reads():
+    async def scenario(srv, port):
+        reader, writer = await open_conn(port)
+        frame = encode_request(METADATA, 1, 77, "t", {"topics": []})
+        for i in range(len(frame)):
+            writer.write(frame[i:i + 1])
+            await writer.drain()
+            await asyncio.sleep(0)
+        assert (await read_response(reader, METADATA, 1))[0] == 77
+        writer.close()
+    run_with_server(scenario)

@@ -1,0 +1,211 @@
+"""kill -9 the broker while real clients produce, start it again on the same data dir and port,
+and check the log: every acknowledged record is at its acknowledged offset, offsets are
+contiguous, and an idempotent producer left no duplicates.
+
+A kill -9 is a process crash, not a machine crash: what the broker handed to the OS with write()
+before it answered survives in the page cache, so nothing it acknowledged may be missing.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from tests.support.broker import BrokerProcess
+
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a test dependency")
+kafka = pytest.importorskip("kafka", reason="kafka-python is a test dependency")
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+pytestmark = pytest.mark.interop
+
+TOTAL = 20_000        # records each producer tries to send
+CHUNK = 200           # records per burst; bursts are paced so the kill lands mid-stream
+PACE_S = 0.01
+KILL_AFTER_ACKS = 4_000
+PARTITIONS = 2
+# Bounds that only stop a hung test (the producer retries through the restart).
+WAIT_S = 120.0
+
+
+def value_of(i: int) -> bytes:
+    return b"record-%08d" % i
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(timeout=60)
+
+
+class Acks:
+    """Acknowledged records: value -> (partition, offset); and failures, which are allowed."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.acked: dict[bytes, tuple[int, int]] = {}
+        self.failed: list[tuple[bytes, str]] = []
+        self.twice: list[bytes] = []  # callbacks swallow exceptions, so collect and assert later
+
+    def ok(self, value: bytes, partition: int, offset: int) -> None:
+        with self.lock:
+            if value in self.acked:
+                self.twice.append(value)
+            self.acked[value] = (partition, offset)
+
+    def fail(self, value: bytes, err) -> None:
+        with self.lock:
+            self.failed.append((value, str(err)))
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.acked)
+
+
+def confluent_producer(bootstrap: str, topic: str, acks: str, idempotent: bool, acks_box: Acks):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks,
+                  "enable.idempotence": idempotent, "linger.ms": 5,
+                  # keep retrying through the restart; give up only long after it
+                  "message.timeout.ms": int(WAIT_S * 1000), "reconnect.backoff.max.ms": 200})
+
+    def send(i: int) -> None:
+        v = value_of(i)
+
+        def cb(err, msg, v=v):
+            if err is None:
+                acks_box.ok(v, msg.partition(), msg.offset())
+            else:
+                acks_box.fail(v, err)
+        while True:
+            try:
+                p.produce(topic, value=v, key=b"k%d" % (i % 97), on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.05)
+        p.poll(0)
+
+    def flush() -> int:
+        return p.flush(WAIT_S)
+
+    def close() -> None:
+        pass  # confluent-kafka producers close when garbage-collected
+
+    return send, flush, close
+
+
+def kafka_python_producer(bootstrap: str, topic: str, acks: str, idempotent: bool,
+                          acks_box: Acks):
+    from kafka import KafkaProducer
+    cfg = {"bootstrap_servers": bootstrap, "linger_ms": 5, "reconnect_backoff_max_ms": 200,
+           "delivery_timeout_ms": int(WAIT_S * 1000)}
+    if not idempotent:
+        cfg["acks"] = int(acks)  # kafka-python 3 defaults to idempotence with acks=all
+    p = KafkaProducer(**cfg)
+    assert not idempotent or p.config["enable_idempotence"], "expected kafka-python's default idempotence"
+
+    def send(i: int) -> None:
+        v = value_of(i)
+        f = p.send(topic, value=v, key=b"k%d" % (i % 97))
+        f.add_callback(lambda md, v=v: acks_box.ok(v, md.partition, md.offset))
+        f.add_errback(lambda e, v=v: acks_box.fail(v, e))
+
+    def flush() -> int:
+        p.flush(timeout=WAIT_S)
+        return 0
+
+    def close() -> None:
+        p.close(timeout=10)
+
+    return send, flush, close
+
+
+CASES = {
+    # name: (producer factory, acks, idempotent)
+    "confluent-acks1": (confluent_producer, "1", False),
+    "confluent-idempotent-acksall": (confluent_producer, "all", True),
+    "kafka-python-acks1": (kafka_python_producer, "1", False),
+    "kafka-python-default-idempotent": (kafka_python_producer, "all", True),
+}
+
+
+def read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
+    """Every record of every partition, read with an assigned consumer up to the high
+    watermark: {partition: [(offset, value), ...]}."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "crash-check",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        ends = {}
+        for p in range(PARTITIONS):
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
+            assert lo == 0, f"partition {p}: log start offset {lo} after a restart, expected 0"
+            ends[p] = hi
+        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        out = {p: [] for p in range(PARTITIONS)}
+        remaining = sum(ends.values())
+        deadline = time.monotonic() + WAIT_S
+        while remaining > 0 and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    continue
+                if m.offset() < ends[m.partition()]:
+                    out[m.partition()].append((m.offset(), m.value()))
+                    remaining -= 1
+        assert remaining == 0, f"{remaining} records below the high watermarks {ends} not read"
+        return out
+    finally:
+        c.close()
+
+
+def _check_log(logs, acks_box: Acks, idempotent: bool) -> None:
+    assert not acks_box.twice, f"records acknowledged twice: {acks_box.twice[:5]}"
+    for p, recs in logs.items():
+        offsets = [o for o, _ in recs]
+        assert offsets == list(range(len(offsets))), (
+            f"partition {p}: offsets are not contiguous from 0 after the restart")
+    at = {(p, o): v for p, recs in logs.items() for o, v in recs}
+    lost = [(v, po) for v, po in acks_box.acked.items() if at.get(po) != v]
+    assert not lost, (f"{len(lost)} acknowledged records are missing or elsewhere after kill -9, "
+                      f"e.g. {lost[:5]} (found {[at.get(po) for _, po in lost[:5]]})")
+    if idempotent:
+        dupes = [v for v, n in Counter(at.values()).items() if n > 1]
+        assert not dupes, f"the idempotent producer left {len(dupes)} duplicates, e.g. {dupes[:5]}"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_kill_9_while_producing_loses_no_acknowledged_record(tmp_path, case):
+    factory, acks, idempotent = CASES[case]
+    b = BrokerProcess(tmp_path / "data").start()
+    try:
+        topic = f"crash-{case}"
+        create_topic(b.bootstrap, topic)
+        acks_box = Acks()
+        send, flush, close = factory(b.bootstrap, topic, acks, idempotent, acks_box)
+
+        def send_all():
+            for start in range(0, TOTAL, CHUNK):
+                for i in range(start, min(start + CHUNK, TOTAL)):
+                    send(i)
+                time.sleep(PACE_S)
+
+        worker = threading.Thread(target=send_all, name="crash-producer", daemon=True)
+        worker.start()
+        deadline = time.monotonic() + WAIT_S
+        while acks_box.count() < KILL_AFTER_ACKS and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert acks_box.count() >= KILL_AFTER_ACKS, (
+            f"only {acks_box.count()} acks before the kill; failures: {acks_box.failed[:3]}")
+        b.kill()
+        acked_at_kill = acks_box.count()
+        time.sleep(0.3)
+        b.start()
+        worker.join(WAIT_S)
+        assert not worker.is_alive(), "the producer thread did not finish"
+        assert flush() == 0, "records still unacknowledged after the restart"
+        close()
+        assert acks_box.count() > acked_at_kill, "nothing was acknowledged after the restart"
+        _check_log(read_all(b.bootstrap, topic), acks_box, idempotent)
+    finally:
+        b.stop()
+

@@ -1,0 +1,220 @@
+"""Hostile bytes on the wire: the broker closes the offending connection, stays up, keeps its
+memory bounded, and serves real clients afterwards."""
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from tests.faults import frames
+from tests.faults.conftest import assert_alive, tracebacks
+
+pytestmark = pytest.mark.interop
+
+CLOSE_TIMEOUT_S = 10.0  # how long a broker may take to drop a bad connection (only a bound)
+FUZZ_FRAMES = 10_000
+FUZZ_THREADS = 4
+FUZZ_DEADLINE_S = 180.0
+# A broker that allocated what a hostile size prefix or length field claims (up to 2 GiB) would
+# grow by far more than this; legitimate buffers for these small frames stay far below it.
+RSS_GROWTH_LIMIT = 300 * 1024 * 1024
+
+
+def expect_closed(b, payload: bytes, what: str) -> None:
+    with frames.connect(b.port) as s:
+        try:
+            s.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # already closed: fine
+        assert frames.closed_by_peer(s, CLOSE_TIMEOUT_S), f"{what}: the connection stayed open"
+    assert_alive(b)
+
+
+def test_http_get_is_closed(fault_broker):
+    # "GET " read as a size prefix is 1,195,725,856 bytes: far past socket.request.max.bytes.
+    expect_closed(fault_broker, frames.HTTP_GET, "HTTP GET")
+
+
+@pytest.mark.parametrize("prefix", [-1, -0x80000000, 0x7FFFFFFF, 200_000_000])
+def test_negative_or_oversized_size_prefix_is_closed(fault_broker, prefix):
+    before = frames.rss_bytes(fault_broker.pid)
+    expect_closed(fault_broker, struct.pack(">i", prefix) + b"\x00" * 64, f"size {prefix}")
+    assert frames.rss_bytes(fault_broker.pid) - before < RSS_GROWTH_LIMIT
+
+
+@pytest.mark.parametrize("api_key", [-1, 99, 1000, 32767])
+def test_unknown_api_key_is_closed(fault_broker, api_key):
+    expect_closed(fault_broker, frames.frame(api_key, 0, 1, b""), f"api key {api_key}")
+
+
+def test_unsupported_version_is_closed(fault_broker):
+    # Metadata at version 999 (ApiVersions is the one API that answers instead, see below).
+    expect_closed(fault_broker, frames.frame(3, 999, 1, frames.i32(-1)), "Metadata v999")
+
+
+def test_truncated_body_is_closed(fault_broker):
+    good = frames.produce_v3(1, "truncated", 0, frames.record_batch([b"x" * 100]))
+    for cut in (14, 20, 40, len(good) - 30):
+        expect_closed(fault_broker, frames.i32(cut - 4) + good[4:cut], f"produce cut at {cut}")
+
+
+def test_api_versions_at_unknown_version_answers_35_and_keeps_the_connection(fault_broker):
+    """As real clients rely on: an UNSUPPORTED_VERSION answer in the v0 body format listing the
+    supported versions, then the same connection serves a lower version."""
+    # header v2 (flexible): client_id, empty tagged fields; body: compact strings + tags
+    body = b"\x07gregor\x041.0\x00"
+    req = (frames.i16(18) + frames.i16(99) + frames.i32(77) + frames.string("probe") + b"\x00"
+           + body)
+    with frames.connect(fault_broker.port) as s:
+        s.sendall(frames.i32(len(req)) + req)
+        corr, resp = frames.read_response(s)
+        assert corr == 77
+        (error,) = struct.unpack(">h", resp[:2])
+        assert error == 35, f"error code {error}, expected UNSUPPORTED_VERSION (35)"
+        (n,) = struct.unpack(">i", resp[2:6])
+        assert 0 < n < 100 and len(resp) >= 6 + 6 * n, "v0 body must list the supported APIs"
+        apis = {struct.unpack(">h", resp[6 + 6 * i:8 + 6 * i])[0]: struct.unpack(
+            ">hh", resp[8 + 6 * i:12 + 6 * i]) for i in range(n)}
+        assert 18 in apis, f"ApiVersions itself missing from {apis}"
+        s.sendall(frames.api_versions_v0(78))
+        corr, resp = frames.read_response(s)
+        assert corr == 78 and resp[:2] == b"\x00\x00", "the connection did not serve v0 after 35"
+
+
+def _fuzz_worker(port, seeds, rnd, counters, lock, stop):
+    corr = 1000
+    while not stop.is_set():
+        with lock:
+            if counters["frames"] >= FUZZ_FRAMES:
+                return
+        try:
+            s = frames.connect(port, timeout=5)
+        except OSError as e:
+            with lock:
+                counters["connect_errors"] += 1
+                counters["last_connect_error"] = repr(e)
+            time.sleep(0.05)
+            continue
+        sent = 0
+        try:
+            batch = []
+            for _ in range(rnd.randrange(0, 3)):  # a little valid traffic first
+                batch.append(rnd.choice(seeds))
+            for _ in range(rnd.randrange(1, 8)):
+                r = rnd.random()
+                if r < 0.03:
+                    batch.append(frames.HTTP_GET)
+                elif r < 0.06:
+                    batch.append(frames.i32(-rnd.randrange(1, 1 << 31)) + rnd.randbytes(8))
+                else:
+                    batch.append(frames.mutate(rnd, rnd.choice(seeds)))
+            for f in batch:
+                corr += 1
+                s.sendall(f)
+                sent += 1
+            s.shutdown(socket.SHUT_WR)
+            frames.closed_by_peer(s, 1.0)  # read whatever comes back, briefly
+        except OSError:
+            pass  # the broker dropped us mid-send: expected for hostile frames
+        finally:
+            s.close()
+            with lock:
+                counters["frames"] += sent
+                counters["connections"] += 1
+
+
+def test_fuzz_ten_thousand_hostile_frames_then_a_real_client_works(fault_broker, tmp_path):
+    b = fault_broker
+    topic = "fuzzed"
+    seeds = frames.seed_frames(topic)
+    with frames.connect(b.port) as s:  # make the topic exist; warm up
+        s.sendall(frames.create_topics_v0(1, topic))
+        frames.read_response(s)
+        for f in seeds[:4]:
+            s.sendall(f)
+            frames.read_response(s)
+    baseline = frames.rss_bytes(b.pid)
+    peak = [baseline]
+    stop = threading.Event()
+
+    def watch_memory():
+        while not stop.wait(0.05):
+            try:
+                peak[0] = max(peak[0], frames.rss_bytes(b.pid))
+            except (OSError, RuntimeError):
+                return
+
+    watcher = threading.Thread(target=watch_memory, daemon=True)
+    watcher.start()
+    counters = {"frames": 0, "connections": 0, "connect_errors": 0, "last_connect_error": None}
+    lock = threading.Lock()
+    workers = [threading.Thread(target=_fuzz_worker, daemon=True,
+                                args=(b.port, seeds, random.Random(1234 + i), counters, lock, stop))
+               for i in range(FUZZ_THREADS)]
+    for w in workers:
+        w.start()
+    deadline = time.monotonic() + FUZZ_DEADLINE_S
+    for w in workers:
+        w.join(max(0.1, deadline - time.monotonic()))
+    stop.set()
+    watcher.join(5)
+    print(f"fuzz: {counters}; RSS {baseline >> 20} MiB -> peak {peak[0] >> 20} MiB")
+    assert b.proc.poll() is None, f"the broker died during the fuzz:\n{b.log_text()[-3000:]}"
+    assert counters["frames"] >= FUZZ_FRAMES, (
+        f"only {counters['frames']} frames sent in {FUZZ_DEADLINE_S}s: {counters}")
+    assert counters["connect_errors"] < counters["connections"] // 100 + 5, (
+        f"the broker refused connections during the fuzz: {counters}")
+    assert peak[0] - baseline < RSS_GROWTH_LIMIT, (
+        f"broker RSS grew from {baseline >> 20} MiB to {peak[0] >> 20} MiB under hostile input")
+    assert_alive(b)
+    real_client_roundtrip(b.bootstrap, "after-fuzz")
+    # every record the fuzz got appended must still be readable and pass its CRC check
+    read_whole_partition(b.bootstrap, topic)
+    tb = tracebacks(b)
+    assert not tb, f"{len(tb)} tracebacks in the broker output, first:\n{tb[0]}"
+
+
+def real_client_roundtrip(bootstrap: str, topic: str, n: int = 100) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep a reference while waiting
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(n):
+        p.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
+    assert p.flush(60) == 0, "a real producer could not deliver after the hostile input"
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "after-fuzz",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < n and time.monotonic() < deadline:
+        for m in c.consume(100, 0.5):
+            assert not m.error(), m.error()
+            got.append((m.offset(), m.key(), m.value()))
+    c.close()
+    assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(n)]
+
+
+def read_whole_partition(bootstrap: str, topic: str) -> None:
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz-check", "check.crcs": True,
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)
+        c.assign([TopicPartition(topic, 0, lo)])
+        deadline = time.monotonic() + 60
+        last = lo - 1
+        while last < hi - 1 and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                    continue
+                last = m.offset()
+        assert last >= hi - 1, f"read up to offset {last}, high watermark {hi}"
+    finally:
+        c.close()
