@@ -12,15 +12,16 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
     starts: list[int] = []
     cur = None
     headers = b.headers
+    ts = b.result.timestamps
     for i in range(len(b.keys)):
         k, v = b.keys[i], b.values[i]
         h = headers[i] if headers is not None else None
-        if cur is not None and cur.try_append(b.timestamps[i], k, v, h, None) is not None:
+        if cur is not None and cur.try_append(ts[i], k, v, h, None) is not None:
             continue
         cur = ProducerBatch(b.topic, b.partition, b.created, 0, target, b.compression)
         cur.attempts = b.attempts
         cur.interceptors = b.interceptors
-        cur.try_append(b.timestamps[i], k, v, h, None)
+        cur.try_append(ts[i], k, v, h, None)
         children.append(cur)
         starts.append(i)
     if len(children) == 1 and len(b.keys) > 1:
@@ -32,7 +33,7 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
             c.attempts = b.attempts
             c.interceptors = b.interceptors
             for i in range(lo, hi):
-                c.try_append(b.timestamps[i], b.keys[i], b.values[i],
+                c.try_append(ts[i], b.keys[i], b.values[i],
                              headers[i] if headers is not None else None, None)
             children.append(c)
             starts.append(lo)

@@ -1,0 +1,189 @@
+"""format("gregor") against a real gregor broker: batch round trip, streaming resume, admission
+control, data loss both ways, option errors as Spark reports them."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def produce(bootstrap, topic, records):
+    """records: (partition, key, value) triples, sent in order and flushed."""
+    from gregor.client.producer import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    try:
+        futures = [p.send(topic, value=v, key=k, partition=part) for part, k, v in records]
+        p.flush()
+        for f in futures:
+            f.result()
+    finally:
+        p.close()
+
+
+def read(spark, bootstrap, topic, **options):
+    return (spark.read.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).options(**options).load())
+
+
+def test_batch_round_trip_keeps_keys_values_headers_partitions_offsets(spark, bootstrap, make_topic):
+    from pyspark.sql import Row
+    topic = make_topic(partitions=3)
+    rows = [Row(key=f"k{i}".encode() if i % 4 else None, value=f"value-{i}".encode() * (i % 3 + 1),
+                partition=i % 3,
+                headers=[Row(key="h", value=str(i).encode()), Row(key="n", value=None)] if i % 2 else [])
+            for i in range(60)]
+    df = spark.createDataFrame(rows, "key binary, value binary, partition int, "
+                                     "headers array<struct<key: string, value: binary>>")
+    before_ms = int(time.time() * 1000) - 1
+    (df.coalesce(1).write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", topic).mode("append").save())
+    after_ms = int(time.time() * 1000) + 1
+
+    back = read(spark, bootstrap, topic, includeHeaders="true").orderBy("partition", "offset").collect()
+    assert len(back) == len(rows)
+    for part in range(3):
+        sent = [r for r in rows if r.partition == part]
+        got = [r for r in back if r.partition == part]
+        assert [r.offset for r in got] == list(range(len(sent)))  # written in DataFrame order
+        assert [(r.key, r.value) for r in got] == [(s.key, s.value) for s in sent]
+        assert [[(h.key, h.value) for h in r.headers] for r in got] == \
+               [[(h.key, h.value) for h in s.headers] for s in sent]
+    assert {r.topic for r in back} == {topic}
+    assert {r.timestampType for r in back} == {0}  # CreateTime
+    stamps = [int(r.timestamp.timestamp() * 1000) for r in back]
+    assert all(before_ms <= ts <= after_ms for ts in stamps)
+
+    # A second read returns the very same records, timestamps included; ranges select exactly.
+    again = read(spark, bootstrap, topic, includeHeaders="true").orderBy("partition", "offset").collect()
+    assert again == back
+    sub = read(spark, bootstrap, topic, startingOffsets=json.dumps({topic: {"0": 5, "1": -2, "2": -2}}),
+               endingOffsets=json.dumps({topic: {"0": 8, "1": 2, "2": -1}}), minPartitions="4")
+    got = sorted((r.partition, r.offset) for r in sub.collect())
+    assert got == [(0, 5), (0, 6), (0, 7), (1, 0), (1, 1)] + [(2, o) for o in range(20)]
+
+
+def test_sink_takes_string_columns_and_a_topic_column(spark, bootstrap, make_topic):
+    a, b = make_topic(), make_topic()
+    df = spark.createDataFrame([(a, "k1", "one"), (b, None, "two"), (a, "k3", "three")],
+                               "topic string, key string, value string")
+    df.coalesce(1).write.format("gregor").option("kafka.bootstrap.servers", bootstrap).mode("append").save()
+    got_a = [(r.key, r.value) for r in read(spark, bootstrap, a).orderBy("offset").collect()]
+    got_b = [(r.key, r.value) for r in read(spark, bootstrap, b).collect()]
+    assert got_a == [(b"k1", b"one"), (b"k3", b"three")] and got_b == [(None, b"two")]
+
+
+def _stream(spark, bootstrap, topic, **options):
+    return (spark.readStream.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).option("startingOffsets", "earliest").options(**options).load())
+
+
+def _end_offsets(query):
+    return [json.loads(p["sources"][0]["endOffset"]) if isinstance(p["sources"][0]["endOffset"], str)
+            else p["sources"][0]["endOffset"] for p in query.recentProgress if p["numInputRows"]]
+
+
+def test_max_offsets_per_trigger_splits_in_proportion_to_backlog(spark, bootstrap, make_topic, tmp_path):
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, [(0, None, b"a%d" % i) for i in range(30)] + [(1, None, b"b%d" % i) for i in range(10)])
+    q = (_stream(spark, bootstrap, topic, maxOffsetsPerTrigger="8").selectExpr("partition", "offset")
+         .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    # backlogs 30:10 -> shares 6:2 of every 8, until both partitions are drained
+    assert _end_offsets(q) == [{topic: {"0": 6 * k, "1": 2 * k}} for k in range(1, 6)]
+    assert spark.read.parquet(str(tmp_path / "out")).count() == 40
+
+
+def test_streaming_resume_from_checkpoint_reads_every_record_once(spark, bootstrap, make_topic, tmp_path):
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, [(i % 2, None, b"first-%d" % i) for i in range(40)])
+    out, ck = str(tmp_path / "out"), str(tmp_path / "ck")
+
+    def start(trigger):
+        return (_stream(spark, bootstrap, topic, maxOffsetsPerTrigger="10")
+                .selectExpr("partition", "offset", "cast(value as string) as value")
+                .writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+                .trigger(**trigger).start())
+
+    q = start({"processingTime": "0 seconds"})
+    deadline = time.monotonic() + 120
+    while not [p for p in q.recentProgress if p["numInputRows"]] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    q.stop()  # mid-way: at most a few of the four micro-batches have run
+    assert q.exception() is None
+    first_run = spark.read.parquet(out).count()
+    assert 0 < first_run <= 40
+
+    produce(bootstrap, topic, [(i % 2, None, b"second-%d" % i) for i in range(25)])
+    q = start({"availableNow": True})
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert all(p["numInputRows"] <= 10 for p in q.recentProgress)
+    rows = spark.read.parquet(out).collect()
+    keys = [(r.partition, r.offset) for r in rows]
+    assert len(keys) == len(set(keys)) == 65  # nothing twice, nothing missing
+    assert sorted(r.value for r in rows) == sorted([f"first-{i}" for i in range(40)]
+                                                   + [f"second-{i}" for i in range(25)])
+
+
+def test_stream_to_stream_copy_through_the_streaming_sink(spark, bootstrap, make_topic, tmp_path):
+    src, dst = make_topic(partitions=2), make_topic()
+    produce(bootstrap, src, [(i % 2, b"k%d" % i, b"v%d" % i) for i in range(30)])
+    q = (_stream(spark, bootstrap, src, maxOffsetsPerTrigger="12").select("key", "value")
+         .writeStream.format("gregor").option("kafka.bootstrap.servers", bootstrap).option("topic", dst)
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    got = sorted((r.key, r.value) for r in read(spark, bootstrap, dst).collect())
+    assert got == sorted((b"k%d" % i, b"v%d" % i) for i in range(30))
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_recreated_topic_is_data_loss(spark, bootstrap, make_topic, tmp_path, fail_on_data_loss):
+    topic = make_topic()
+    produce(bootstrap, topic, [(0, None, b"old-%d" % i) for i in range(10)])
+    out, ck = str(tmp_path / "out"), str(tmp_path / "ck")
+
+    def run():
+        q = (_stream(spark, bootstrap, topic, failOnDataLoss=str(fail_on_data_loss).lower())
+             .selectExpr("offset", "cast(value as string) as value")
+             .writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+             .trigger(availableNow=True).start())
+        q.awaitTermination(120)
+        return q
+
+    assert run().exception() is None
+    # The topic goes away and comes back with fewer records: offsets 3..9 the query passed are gone.
+    make_topic.admin.delete_topics([topic])
+    deadline = time.monotonic() + 30
+    while topic in make_topic.admin.list_topics() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    make_topic(name=topic)
+    produce(bootstrap, topic, [(0, None, b"new-%d" % i) for i in range(3)])
+    q = run()
+    if fail_on_data_loss:
+        assert q.exception() is not None
+        message = str(q.exception())
+        assert "were lost" in message and "failOnDataLoss=false" in message
+    else:
+        assert q.exception() is None
+        values = sorted(r.value for r in spark.read.parquet(out).collect())
+        assert values == sorted([f"old-{i}" for i in range(10)] + [f"new-{i}" for i in range(3)])
+
+
+def test_option_errors_reach_the_user(spark, bootstrap, make_topic):
+    base = spark.read.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+    with pytest.raises(Exception, match="subscribe.*subscribePattern.*assign"):
+        base.load().collect()
+    with pytest.raises(Exception, match="'startingOffsets' is not valid JSON"):
+        base.option("subscribe", "x").option("startingOffsets", "{oops").load().collect()
+    with pytest.raises(Exception, match="needs a 'value' column"):
+        (spark.range(3).write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", "x").mode("append").save())
+    missing = f"missing-{time.monotonic_ns()}"
+    with pytest.raises(Exception, match="no partitions found"):
+        base.option("subscribe", missing).load().collect()
