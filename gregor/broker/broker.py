@@ -127,6 +127,7 @@ class Broker:
         if self.server is not None:
             self.server.stop_accepting()
         rm = self.replica_manager
+        await rm.wait_for_flush()
         rm.flush_all()                      # commits what was appended: acks=all complete
         rm.fetch_purgatory.complete_all()   # long polls answer with what they have
         rm.produce_purgatory.complete_all()
@@ -138,6 +139,7 @@ class Broker:
             await self.server.close()
         for t in self._tasks:
             t.cancel()
+        await rm.wait_for_flush()
         rm.flush_all()
         rm.close_all()
         self.metrics.close()
@@ -150,8 +152,9 @@ class Broker:
             now = int(time.time() * 1000)
             for p in list(self.replica_manager.partitions.values()):
                 try:
-                    p.log.apply_retention(now)
-                    p.reset_after_truncation()
+                    if p.log.apply_retention(now, high_watermark=p.high_watermark):
+                        p.reset_after_truncation()
+                        self.replica_manager.notify(p)
                 except Exception:
                     log.exception("retention of %s-%d failed", p.topic, p.index)
 

@@ -88,9 +88,10 @@ class Partition:
                 self.maybe_advance_high_watermark()
         return info
 
-    def maybe_advance_high_watermark(self) -> bool:
-        """Move the HW to the log end (the data there is durable). True if it moved."""
-        leo = self.log.log_end_offset
+    def maybe_advance_high_watermark(self, upto: int | None = None) -> bool:
+        """Move the HW to `upto` (default: the log end), whose data is durable. True if it
+        moved."""
+        leo = self.log.log_end_offset if upto is None else min(upto, self.log.log_end_offset)
         if leo <= self.high_watermark:
             return False
         self.high_watermark = leo
@@ -115,7 +116,6 @@ class Partition:
         """After DeleteRecords/truncation: clamp the HW into the log's range."""
         self.high_watermark = min(max(self.high_watermark, self.log.log_start_offset),
                                   self.log.log_end_offset)
-        self._uncommitted.clear()
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, hw={self.high_watermark})"

@@ -2,16 +2,19 @@
 
 Appends go to the page cache at once (so an acks=1 response only waits for the local append,
 and the record survives a kill -9 of the broker process). With gregor.fsync.before.commit
-(the default), each partition appended to during one event-loop iteration is fsynced once at
-the end of that iteration and only then is its high watermark moved: acks=all producers and
-consumers never see records that a power loss could take away, and a burst of produce requests
-shares one fsync per partition. Without it, the high watermark moves right after the append,
-as Kafka does on a single replica.
+(the default) the high watermark only moves over data that is fsynced: acks=all producers and
+consumers never see records that a power loss could take away. The fsyncs are a group commit
+run off the event loop: the partitions appended to since the last round hand a sync ticket
+(duplicated descriptors, see gregor/log/flush.py) to one worker thread; while it fsyncs, the
+loop keeps serving requests, and whatever they append forms the next round. Each round moves
+each partition's HW to the offset its ticket covered. Without the setting, the high watermark
+moves right after the append, as Kafka does on a single replica.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable
 
 from .partition import Partition
@@ -29,7 +32,10 @@ class ReplicaManager:
         self.fetch_purgatory = Purgatory("fetch")
         self._dirty: dict[Partition, None] = {}     # insertion-ordered set
         self._flush_handle: asyncio.Handle | None = None
+        self._flushing = False                       # a round is running on the worker
+        self._executor: ThreadPoolExecutor | None = None
         self.flushes = 0                             # fsync rounds, for tests and metrics
+        self.closed = False
 
     # -- partitions ------------------------------------------------------------------------
 
@@ -64,34 +70,69 @@ class ReplicaManager:
                 self.notify(partition)
             return
         self._dirty[partition] = None
-        if self._flush_handle is None:
+        if self._flush_handle is None and not self._flushing:
             # call_soon runs after every callback already queued for this loop iteration, so
-            # all produce requests read in this iteration share the fsync.
-            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush_dirty)
+            # all produce requests read in this iteration share the round.
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._start_flush)
 
-    def _flush_dirty(self) -> None:
+    def _start_flush(self) -> None:
         self._flush_handle = None
+        if self._flushing or not self._dirty:
+            return
         dirty, self._dirty = self._dirty, {}
-        if dirty:
-            self.flushes += 1
+        tickets = []
         for p in dirty:
             if p.deleted:
                 continue
             try:
-                p.log.flush()
+                t = p.log.begin_sync(force=True)
             except Exception:
-                # The data stays below the HW: acks=all producers time out and retry,
-                # consumers do not see it. The next append tries the flush again.
-                log.exception("fsync of %s-%d failed; its high watermark stays at %d",
-                              p.topic, p.index, p.high_watermark)
+                log.exception("could not start the fsync of %s-%d", p.topic, p.index)
                 continue
-            if p.maybe_advance_high_watermark():
+            if t is not None:
+                tickets.append((p, t))
+        if not tickets:
+            return
+        self._flushing = True
+        self.flushes += 1
+        if self._executor is None:
+            # One thread: rounds run one after another, each fsync releases the GIL.
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gregor-fsync")
+        fut = asyncio.get_running_loop().run_in_executor(self._executor, _run_tickets, tickets)
+        fut.add_done_callback(lambda f: self._flush_done(tickets, f))
+
+    def _flush_done(self, tickets, fut) -> None:
+        self._flushing = False
+        if self.closed:
+            return
+        failed = fut.exception() if not fut.cancelled() else asyncio.CancelledError()
+        if failed is None:
+            failed = fut.result()
+        for p, t in tickets:
+            if isinstance(failed, BaseException) or p in failed:
+                # The data stays below the HW: acks=all producers time out and retry,
+                # consumers do not see it; the partition is synced again next round.
+                self._dirty[p] = None
+                continue
+            if p.deleted:
+                continue
+            p.log.finish_sync(t)
+            if p.maybe_advance_high_watermark(t.offset):
                 self.notify(p)
+        if self._dirty and self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._start_flush)
 
     def notify(self, partition: Partition) -> None:
         """The partition's HW moved (or it went away): wake whoever waits on it."""
         self.produce_purgatory.check_and_complete(partition.key)
         self.fetch_purgatory.check_and_complete(partition.key)
+
+    async def wait_for_flush(self, timeout: float = 30.0) -> None:
+        """Let a running fsync round finish (shutdown)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._flushing and loop.time() < deadline:
+            await asyncio.sleep(0.001)
 
     def flush_all(self) -> None:
         """Flush every partition and commit what is there (shutdown)."""
@@ -109,8 +150,25 @@ class ReplicaManager:
                 self.notify(p)
 
     def close_all(self) -> None:
+        self.closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
         for p in list(self.partitions.values()):
             try:
                 p.log.close()
             except Exception:
                 log.exception("closing the log of %s-%d failed", p.topic, p.index)
+
+
+def _run_tickets(tickets) -> set:
+    """On the fsync thread: run each ticket; returns the partitions whose fsync failed."""
+    failed = set()
+    for p, t in tickets:
+        try:
+            t.run()
+        except OSError as e:
+            log.error("fsync of %s-%d failed: %s; its high watermark stays at %d",
+                      p.topic, p.index, e, p.high_watermark)
+            failed.add(p)
+    return failed

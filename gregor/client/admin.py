@@ -321,6 +321,10 @@ class AdminClient:
         for kind, name in res:
             node = int(name) if kind == RESOURCE_BROKER else None
             version = self._net.api_version(node, "DescribeConfigs", timeout=timeout)
+            if version is None:
+                raise error_for_code(ErrorCode.UNSUPPORTED_VERSION,
+                                     f"cannot describe configs of {name!r}: the broker does "
+                                     "not support DescribeConfigs")
             body = {"resources": [{"resource_type": kind, "resource_name": name,
                                    "configuration_keys": keys}],
                     "include_synonyms": False, "include_documentation": False}
@@ -354,6 +358,11 @@ class AdminClient:
                     merged[k] = str(v)
             node = int(name) if kind == RESOURCE_BROKER else None
             version = self._net.api_version(node, "AlterConfigs", timeout=timeout)
+            if version is None:
+                raise error_for_code(ErrorCode.UNSUPPORTED_VERSION,
+                                     f"cannot alter configs of {name!r}: the broker does not "
+                                     "support AlterConfigs (set topic configs when creating "
+                                     "the topic instead)")
             body = {"resources": [{"resource_type": kind, "resource_name": name,
                                    "configs": [{"name": k, "value": v}
                                                for k, v in merged.items()]}],

@@ -43,8 +43,10 @@ def _to_bool(name: str, v: Any) -> bool:
 
 def _convert(opt: Option, v: Any) -> Any:
     name = opt.name
-    if v is None or opt.type is None or opt.type is object:
+    if v is None:
         return v
+    if opt.type is None or opt.type is object:
+        return opt.validate(v) if opt.validate is not None else v
     try:
         if opt.type is bool:
             v = _to_bool(name, v)

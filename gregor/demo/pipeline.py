@@ -138,7 +138,7 @@ class _OffsetWatcher(threading.Thread):
         self._meta = TopicMetadata({"bootstrap.servers": bootstrap})
         self._tps = [(topic, p) for p in range(partitions)]
         self._on_progress = on_progress
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self._lock = threading.Lock()
 
     def poll(self) -> int:
@@ -148,14 +148,14 @@ class _OffsetWatcher(threading.Thread):
         return n
 
     def run(self):
-        while not self._stop.wait(0.5):
+        while not self._halt.wait(0.5):
             try:
                 self.poll()
             except Exception:  # progress only; the write itself reports real failures
                 pass
 
     def stop(self):
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 

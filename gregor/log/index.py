@@ -23,9 +23,12 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 
+import numpy as np
+
 _OFFSET_ENTRY = 8
 _TIME_ENTRY = 12
 _TIME = struct.Struct("<qI")
+_TIME_DTYPE = np.dtype([("ts", "<i8"), ("rel", "<u4")])     # packed: 12 bytes, like _TIME
 
 
 def _u32(data: bytes) -> array:
@@ -43,13 +46,14 @@ class IndexCorrupt(ValueError):
 class OffsetIndex:
     """relative offset -> position, for the batch starting at that offset."""
 
-    __slots__ = ("path", "rel_offsets", "positions", "_fd")
+    __slots__ = ("path", "rel_offsets", "positions", "_fd", "dirty")
 
     def __init__(self, path: str):
         self.path = path
         self.rel_offsets = array("I")
         self.positions = array("I")
         self._fd: int | None = None
+        self.dirty = False          # entries written since the last sync took its descriptor
 
     def __len__(self) -> int:
         return len(self.rel_offsets)
@@ -63,11 +67,12 @@ class OffsetIndex:
             raise IndexCorrupt(f"{self.path} is missing") from None
         if len(data) % _OFFSET_ENTRY:
             raise IndexCorrupt(f"{self.path} holds a partial entry")
+        pairs = np.frombuffer(data, dtype="<u4").reshape(-1, 2)
+        if len(pairs) > 1 and not (np.all(np.diff(pairs[:, 0].astype(np.int64)) > 0)
+                                   and np.all(np.diff(pairs[:, 1].astype(np.int64)) > 0)):
+            raise IndexCorrupt(f"{self.path}: entries are not increasing")
         both = _u32(data)
         rel, pos = both[0::2], both[1::2]
-        for i in range(1, len(rel)):
-            if rel[i] <= rel[i - 1] or pos[i] <= pos[i - 1]:
-                raise IndexCorrupt(f"{self.path}: entry {i} is not increasing")
         if len(pos) and pos[-1] >= log_size:
             raise IndexCorrupt(f"{self.path}: position {pos[-1]} beyond log size {log_size}")
         self.rel_offsets, self.positions = rel, pos
@@ -81,15 +86,12 @@ class OffsetIndex:
             os.close(self._fd)
             self._fd = None
 
-    def fsync(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-
     def append(self, rel_offset: int, position: int) -> None:
         self.rel_offsets.append(rel_offset)
         self.positions.append(position)
         if self._fd is not None:
             os.write(self._fd, struct.pack("<II", rel_offset, position))
+            self.dirty = True
 
     def lookup(self, rel_offset: int) -> int:
         """Position of the last indexed batch starting at or before rel_offset (0 if none)."""
@@ -118,26 +120,31 @@ class OffsetIndex:
         self.positions = array("I")
         self._rewrite()
 
-    def _rewrite(self) -> None:
+    def save(self) -> None:
         """Make the file match memory (after truncation or a rebuild)."""
+        self._rewrite()
+
+    def _rewrite(self) -> None:
         both = array("I", [0]) * (2 * len(self.rel_offsets))
         both[0::2] = self.rel_offsets
         both[1::2] = self.positions
         if sys.byteorder == "big":
             both.byteswap()
         _write_file(self.path, both.tobytes())
+        self.dirty = True
 
 
 class TimeIndex:
     """timestamp -> relative offset; see the module docstring for the exact meaning."""
 
-    __slots__ = ("path", "timestamps", "rel_offsets", "_fd")
+    __slots__ = ("path", "timestamps", "rel_offsets", "_fd", "dirty")
 
     def __init__(self, path: str):
         self.path = path
         self.timestamps: list[int] = []
         self.rel_offsets: list[int] = []
         self._fd: int | None = None
+        self.dirty = False
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -150,12 +157,11 @@ class TimeIndex:
             raise IndexCorrupt(f"{self.path} is missing") from None
         if len(data) % _TIME_ENTRY:
             raise IndexCorrupt(f"{self.path} holds a partial entry")
-        ts, rel = [], []
-        for t, r in _TIME.iter_unpack(data):
-            if ts and (t <= ts[-1] or r <= rel[-1]):
-                raise IndexCorrupt(f"{self.path}: entry {len(ts)} is not increasing")
-            ts.append(t)
-            rel.append(r)
+        entries = np.frombuffer(data, dtype=_TIME_DTYPE)
+        ts, rel = entries["ts"].tolist(), entries["rel"].tolist()
+        if len(ts) > 1 and not (np.all(np.diff(entries["ts"]) > 0)
+                                and np.all(np.diff(entries["rel"].astype(np.int64)) > 0)):
+            raise IndexCorrupt(f"{self.path}: entries are not increasing")
         if rel and rel[-1] > max_rel_offset:
             raise IndexCorrupt(f"{self.path}: offset beyond the end of its segment")
         self.timestamps, self.rel_offsets = ts, rel
@@ -168,10 +174,6 @@ class TimeIndex:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-
-    def fsync(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
 
     @property
     def last_timestamp(self) -> int:
@@ -186,6 +188,7 @@ class TimeIndex:
         self.rel_offsets.append(rel_offset)
         if self._fd is not None:
             os.write(self._fd, _TIME.pack(timestamp, rel_offset))
+            self.dirty = True
 
     def lookup(self, timestamp: int) -> int:
         """A relative offset before which no batch has max_timestamp >= timestamp (0 if none)."""
@@ -211,12 +214,16 @@ class TimeIndex:
         self.timestamps, self.rel_offsets = [], []
         self._rewrite()
 
+    def save(self) -> None:
+        self._rewrite()
+
     def _rewrite(self) -> None:
         _write_file(self.path, b"".join(_TIME.pack(t, r)
                                         for t, r in zip(self.timestamps, self.rel_offsets)))
+        self.dirty = True
 
 
-def _write_file(path: str, data: bytes) -> None:
+def _write_file(path: str, data: bytes) -> None:  # callers mark themselves dirty
     """Replace a file's content in place (the append fd, if any, keeps working: O_APPEND)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:

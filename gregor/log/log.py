@@ -27,15 +27,16 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from ..protocol.errors import (CorruptMessageError, MessageTooLargeError,
+from ..protocol.errors import (CorruptMessageError, KafkaStorageError, MessageTooLargeError,
                                OffsetOutOfRangeError, RecordListTooLargeError)
 from ..protocol.primitives import DecodeError
 from ..protocol.records.header import (BatchHeader, TIMESTAMP_TYPE_BIT, parse_header,
                                        set_base_offset, set_log_append_time)
 from .config import FLUSH_INLINE, LogConfig
+from .flush import SyncTicket, dup_dir_fd
 from .producer_state import ProducerStateManager
 from .recovery import (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, RecoveryReport,
-                       fsync_dir, load_segments, mark_clean_shutdown, write_checkpoint)
+                       load_segments, mark_clean_shutdown, write_checkpoint)
 from .segment import Segment
 
 log = logging.getLogger("gregor.log")
@@ -80,6 +81,8 @@ class Log:
         self._last_flush_ms = clock()
         self._background: list[threading.Thread] = []
         self._rp_lock = threading.Lock()
+        self._generation = 0            # bumped by truncation: stale SyncTickets are ignored
+        self._dir_dirty = True          # files were created that no directory fsync covers
         self._closed = False
 
     # -- opening ---------------------------------------------------------------------------
@@ -176,18 +179,27 @@ class Log:
                now_ms: int | None = None) -> AppendInfo:
         """Append one or more v2 batches (already validated by the caller).
 
-        With assign_offsets (a client's produce) the log assigns offsets in place (a bytearray
-        passed in is patched; bytes are copied) and enforces the producer-state rules; without
+        With assign_offsets (a client's produce) the log assigns offsets (a bytearray passed in
+        is patched in place; bytes are left alone and the offsets are written into the file
+        only) and enforces the producer-state rules; without
         (replication) the batches must continue the log at log_end_offset. timestamp_type
         defaults to the config's message.timestamp.type."""
         now = self._clock() if now_ms is None else now_ms
-        buf = data if isinstance(data, bytearray) else bytearray(data)
+        ts_type = timestamp_type or self.config.message_timestamp_type
+        stamp = ts_type == "LogAppendTime" and assign_offsets
+        # bytes are immutable: unless the batches need restamping (a CRC change), the new base
+        # offsets are spliced in while writing instead of copying the whole buffer
+        if isinstance(data, bytearray):
+            buf, in_place = data, True
+        elif stamp:
+            buf, in_place = bytearray(data), True
+        else:
+            buf, in_place = data, False
         batches = self._parse_batches(buf)
         if len(buf) > self.config.segment_bytes:
             raise RecordListTooLargeError(f"{len(buf)} bytes of batches exceed segment.bytes = "
                                           f"{self.config.segment_bytes}")
         producers = self._producers
-        ts_type = timestamp_type or self.config.message_timestamp_type
         if assign_offsets:
             for _, h in batches:
                 dup = producers.find_duplicate(h)
@@ -200,7 +212,8 @@ class Log:
         headers = []
         for pos, h in batches:
             if assign_offsets:
-                set_base_offset(buf, pos, next_offset)
+                if in_place:
+                    set_base_offset(buf, pos, next_offset)
                 h.base_offset = next_offset
             elif h.base_offset != next_offset:
                 raise AppendOffsetError(f"replicated batch at offset {h.base_offset} does not "
@@ -208,7 +221,7 @@ class Log:
             next_offset = h.base_offset + h.last_offset_delta + 1
             headers.append(h)
         log_append_time = -1
-        if ts_type == "LogAppendTime" and assign_offsets:
+        if stamp:
             log_append_time = now
             for pos, h in batches:
                 set_log_append_time(buf, pos, h.size, now)
@@ -216,8 +229,12 @@ class Log:
                 h.attributes |= TIMESTAMP_TYPE_BIT
         staged = producers.stage(headers, validate=assign_offsets)
         max_ts = max(h.max_timestamp for h in headers)
-        seg = self._maybe_roll(len(buf), next_offset - 1, max_ts, now)
-        seg.append(buf, headers)
+        try:
+            seg = self._maybe_roll(len(buf), next_offset - 1, max_ts, now)
+            seg.append(buf, headers, offsets_in_buf=in_place)
+        except OSError as e:
+            raise KafkaStorageError(f"writing to {self.dir} failed: {e}; check the disk "
+                                    f"(space, permissions) and restart the broker") from e
         producers.commit(staged)
         records = next_offset - headers[0].base_offset
         self._unflushed_messages += records
@@ -242,46 +259,51 @@ class Log:
 
     def roll(self, now_ms: int | None = None) -> Segment:
         """Start a new active segment at the log end (no-op while the active one is empty).
-        The old segment is fsynced (in the background by default) and then the recovery
+        The old segment is fsynced (in a background thread by default) and then the recovery
         point moves past it."""
         old = self.segments[-1]
         if old.size == 0:
             return old
         now = self._clock() if now_ms is None else now_ms
         new_base = old.next_offset
-        fds = old.seal()
-        old.unflushed = False
+        old.seal()
         self._producers.take_snapshot(new_base)
         new = Segment(self.dir, new_base, index_interval=self.config.index_interval_bytes,
                       max_index_entries=self.config.max_index_entries, now_ms=now)
         new.open_indexes_for_append()
         self.segments.append(new)
         self._bases.append(new_base)
+        self._dir_dirty = True
+        # every sealed segment not yet known durable: an earlier roll's flush may still run
+        ticket = self._ticket(new_base, [s for s in self.segments[:-1]
+                                         if s.next_offset > self._recovery_point])
         if self.config.flush_rolled_in_background:
-            t = threading.Thread(target=self._flush_rolled, args=(fds, new_base),
+            t = threading.Thread(target=self._flush_in_background, args=(ticket,),
                                  name=f"gregor-log-flush-{new_base}", daemon=True)
             self._background = [b for b in self._background if b.is_alive()]
             self._background.append(t)
             t.start()
         else:
-            self._flush_rolled(fds, new_base)
+            ticket.run()
+            self.finish_sync(ticket)
         return new
 
-    def _flush_rolled(self, fds: list[int], new_recovery_point: int) -> None:
+    def _ticket(self, offset: int, segments: list[Segment]) -> SyncTicket:
+        ticket = SyncTicket(offset, self._generation)
+        for seg in segments:
+            ticket.fds += seg.dup_fds()
+        if self._dir_dirty:          # new segment files since the last sync: make names durable
+            ticket.fds.append(dup_dir_fd(self.dir))
+            self._dir_dirty = False
+        return ticket
+
+    def _flush_in_background(self, ticket: SyncTicket) -> None:
         try:
-            for fd in fds:
-                os.fsync(fd)
-            fsync_dir(self.dir)
-        except OSError as e:       # the broker sees it on its next flush; keep the old point
+            ticket.run()
+        except OSError as e:     # the next flush() retries these segments and raises
             log.error("log %s: fsync of a rolled segment failed: %s", self.dir, e)
             return
-        finally:
-            for fd in fds:
-                os.close(fd)
-        with self._rp_lock:
-            if new_recovery_point > self._recovery_point:
-                self._recovery_point = new_recovery_point
-                self._persist_recovery_point_locked()
+        self.finish_sync(ticket)
 
     def _join_background(self) -> None:
         for t in self._background:
@@ -292,28 +314,47 @@ class Log:
 
     def sync(self, now_ms: int | None = None) -> bool:
         """fsync if flush.messages or flush.ms say a flush is due; returns whether it did.
-        In group mode the caller invokes it once per batch of requests; a timer may call it
-        too, so that flush.ms is honoured when no appends come."""
-        if self._unflushed_messages == 0:
+        In group mode the caller invokes it once per batch of requests (or splits it into
+        begin_sync / SyncTicket.run in an executor / finish_sync); a timer may call it too, so
+        that flush.ms is honoured when no appends come."""
+        ticket = self.begin_sync(now_ms)
+        if ticket is None:
             return False
-        cfg = self.config
+        ticket.run()
+        self.finish_sync(ticket)
+        return True
+
+    def begin_sync(self, now_ms: int | None = None, *, force: bool = False) -> SyncTicket | None:
+        """Capture the fsync work that is due (or all unflushed data with force); None when
+        there is nothing to do. Call on the log's thread; run the ticket anywhere."""
         now = self._clock() if now_ms is None else now_ms
-        if (self._unflushed_messages >= cfg.flush_messages
-                or now - self._last_flush_ms >= cfg.flush_ms):
-            self.flush(now)
-            return True
-        return False
+        if not force:
+            if self._unflushed_messages == 0:
+                return None
+            cfg = self.config
+            if (self._unflushed_messages < cfg.flush_messages
+                    and now - self._last_flush_ms < cfg.flush_ms):
+                return None
+        self._unflushed_messages = 0
+        self._last_flush_ms = now
+        return self._ticket(self.log_end_offset, [s for s in self.segments
+                                                  if s.next_offset > self._recovery_point
+                                                  or s is self.segments[-1]])
+
+    def finish_sync(self, ticket: SyncTicket) -> None:
+        """After ticket.run() succeeded: move the recovery point (ignored if the log was
+        truncated meanwhile, since the ticket's offset may no longer mean the same data)."""
+        with self._rp_lock:
+            if ticket.generation == self._generation and ticket.offset > self._recovery_point:
+                self._recovery_point = ticket.offset
+                self._persist_recovery_point_locked()
 
     def flush(self, now_ms: int | None = None) -> None:
         """fsync everything appended so far and move the recovery point to the log end."""
         self._join_background()
-        for seg in self.segments:
-            seg.flush()
-        self._unflushed_messages = 0
-        self._last_flush_ms = self._clock() if now_ms is None else now_ms
-        with self._rp_lock:
-            self._recovery_point = self.log_end_offset
-            self._persist_recovery_point_locked()
+        ticket = self.begin_sync(now_ms, force=True)
+        ticket.run()
+        self.finish_sync(ticket)
 
     def _persist_recovery_point(self, *, force: bool = False) -> None:
         with self._rp_lock:
@@ -460,6 +501,7 @@ class Log:
             self.truncate_fully(offset)
             return
         self._join_background()
+        self._generation += 1
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
             self.segments.pop().delete()
         self._bases = [s.base_offset for s in self.segments]
@@ -480,6 +522,7 @@ class Log:
     def truncate_fully(self, new_start: int) -> None:
         """Delete everything and start an empty log at new_start."""
         self._join_background()
+        self._generation += 1
         for seg in self.segments:
             seg.delete()
         self._producers.delete_all_snapshots()
@@ -489,6 +532,7 @@ class Log:
         seg.open_indexes_for_append()
         self.segments = [seg]
         self._bases = [new_start]
+        self._dir_dirty = True
         self._log_start = new_start
         self._persist_log_start()
         with self._rp_lock:

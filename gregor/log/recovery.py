@@ -162,13 +162,13 @@ def load_segments(directory: str, config: LogConfig, now_ms: int) -> LoadedLog:
         # machine did not): make it durable before trusting it as below the recovery point.
         for seg in segments:
             if seg.base_offset >= _containing_base(segments, recovery_point):
-                os.fsync(seg.fd)
-                seg.offset_index.open_for_append()
-                seg.time_index.open_for_append()
-                seg.offset_index.fsync()
-                seg.time_index.fsync()
-                seg.offset_index.close()
-                seg.time_index.close()
+                seg.open_indexes_for_append()
+                for fd in seg.dup_fds():
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                seg.seal()
         fsync_dir(directory)
         recovery_point = segments[-1].next_offset
     if clean:

@@ -12,6 +12,7 @@ write returned. The log never decodes records: only the 61-byte batch headers ar
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 
 from ..protocol.primitives import DecodeError
@@ -25,6 +26,28 @@ TIMEINDEX_SUFFIX = ".timeindex"
 # Scans read the file in chunks of this size: large enough that small batches cost one
 # syscall per many batches, small enough to stay cheap in memory.
 SCAN_CHUNK = 1 << 20
+
+
+# pwritev takes at most IOV_MAX buffers per call (1024 on Linux).
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
+_BASE_OFFSET = struct.Struct(">q")
+
+
+def _pwrite_all(fd: int, parts: list, at: int) -> None:
+    """Write the buffers back to back at byte `at`, resuming after short writes."""
+    i = 0
+    while i < len(parts):
+        group = parts[i:i + _IOV_MAX]
+        want = sum(len(p) for p in group)
+        done = os.pwritev(fd, group, at) if len(group) > 1 else os.pwrite(fd, group[0], at)
+        if done < want:                  # short write (rare on files): finish it byte-wise
+            rest = memoryview(b"".join(bytes(p) for p in group))[done:]
+            while len(rest):
+                n = os.pwrite(fd, rest, at + done)
+                done += n
+                rest = rest[n:]
+        at += want
+        i += len(group)
 
 
 def segment_name(base_offset: int) -> str:
@@ -44,8 +67,7 @@ class ScanResult:
 class Segment:
     __slots__ = ("dir", "base_offset", "log_path", "fd", "size", "next_offset",
                  "max_timestamp", "first_batch_timestamp", "created_ms", "offset_index",
-                 "time_index", "bytes_since_index", "max_index_entries", "index_interval",
-                 "unflushed")
+                 "time_index", "bytes_since_index", "max_index_entries", "index_interval")
 
     def __init__(self, directory: str, base_offset: int, *, index_interval: int,
                  max_index_entries: int, now_ms: int):
@@ -64,7 +86,6 @@ class Segment:
         self.bytes_since_index = 0
         self.index_interval = index_interval
         self.max_index_entries = max_index_entries
-        self.unflushed = False
 
     # -- opening -------------------------------------------------------------------------
 
@@ -114,6 +135,8 @@ class Segment:
         self.offset_index.reset()
         self.time_index.reset()
         result = self.scan(0, expected_offset, -1, verify_crc=True, add_index_entries=True)
+        self.offset_index.save()        # scan built the entries in memory only
+        self.time_index.save()
         if result.end_position < self.size:
             os.ftruncate(self.fd, result.end_position)
             self.size = result.end_position
@@ -210,8 +233,21 @@ class Segment:
     def index_full(self) -> bool:
         return len(self.offset_index) >= self.max_index_entries
 
-    def append(self, buf, headers: list[BatchHeader]) -> None:
-        """Write buf (whole batches, offsets already assigned) at the end of the segment."""
+    def append(self, buf, headers: list[BatchHeader], *, offsets_in_buf: bool = True) -> None:
+        """Write buf (whole batches) at the end of the segment. With offsets_in_buf=False the
+        base offsets in buf are stale and each header's base_offset is written in their
+        place on the way out, so an immutable bytes buffer is never copied."""
+        # write first: if the disk fails, nothing in memory has moved and the next append
+        # overwrites whatever part of this one reached the file
+        if offsets_in_buf:
+            _pwrite_all(self.fd, [memoryview(buf)], self.size)
+        else:
+            view, parts, at = memoryview(buf), [], 0
+            for h in headers:
+                parts.append(_BASE_OFFSET.pack(h.base_offset))
+                parts.append(view[at + 8:at + h.size])
+                at += h.size
+            _pwrite_all(self.fd, parts, self.size)
         pos = self.size
         interval = self.index_interval
         for h in headers:
@@ -224,13 +260,8 @@ class Segment:
             pos += h.size
         if self.size == 0 and headers:
             self.first_batch_timestamp = headers[0].max_timestamp
-        view = memoryview(buf)
-        written, total, at = 0, len(buf), self.size
-        while written < total:
-            written += os.pwrite(self.fd, view[written:], at + written)
-        self.size += total
+        self.size += len(buf)
         self.next_offset = headers[-1].base_offset + headers[-1].last_offset_delta + 1
-        self.unflushed = True
 
     # -- reading -------------------------------------------------------------------------
 
@@ -284,22 +315,23 @@ class Segment:
         self.offset_index.open_for_append()
         self.time_index.open_for_append()
 
-    def seal(self) -> list[int]:
-        """This segment stops being the active one: fsync and close its index files.
-        Returns a duplicate of the log fd for flushing it off the request path (the caller
-        closes it)."""
-        self.offset_index.fsync()
-        self.time_index.fsync()
+    def seal(self) -> None:
+        """This segment stops being the active one: its index files are closed (a later
+        SyncTicket reopens and fsyncs them if they changed since the last one)."""
         self.offset_index.close()
         self.time_index.close()
-        return [os.dup(self.fd)]
 
-    def flush(self) -> None:
-        if self.unflushed:
-            os.fsync(self.fd)
-            self.offset_index.fsync()
-            self.time_index.fsync()
-            self.unflushed = False
+    def dup_fds(self) -> list[int]:
+        """Duplicates of every open descriptor that may hold unflushed data (see flush.py)."""
+        fds = [os.dup(self.fd)]
+        for idx in (self.offset_index, self.time_index):
+            if idx.dirty:
+                if idx._fd is None:
+                    fds.append(os.open(idx.path, os.O_RDONLY))
+                else:
+                    fds.append(os.dup(idx._fd))
+                idx.dirty = False
+        return fds
 
     def close(self) -> None:
         self.offset_index.close()

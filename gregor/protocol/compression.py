@@ -88,7 +88,8 @@ def codec_name(codec: int) -> str:
 # public entry points
 
 
-def compress(codec: int, data, level: int | None = None, *, legacy_lz4_checksum: bool = False) -> bytes:
+def compress(codec: int, data, level: int | None = None, *,
+             legacy_lz4_checksum: bool = False) -> bytes:
     """Compress data with the codec (an id; see codec_id for names)."""
     if codec == NONE:
         return bytes(data)

@@ -13,6 +13,7 @@ import time
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .arrow import build_batch, sink_columns
 from .offsets import DataLossError, OffsetRange, Offsets, TopicPartition
@@ -148,20 +149,18 @@ def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on
 
 
 class RecordWriter:
-    """One idempotent gregor producer for one Spark task.
-
-    Rows without headers go through the producer's bulk path (send_batch, one call per topic and
-    partition group); rows with headers go record by record. `close()` flushes and raises the
-    first send error, so a task only reports success once every record is acknowledged."""
+    """One idempotent gregor producer for one Spark task, fed through the producer's bulk path
+    (send_batch: one call per topic and partition group of an Arrow batch, records encoded as
+    whole batches). `close()` flushes and raises the first send error, so a task only reports
+    success once every record is acknowledged."""
 
     def __init__(self, config: dict, topic_option: str | None):
         from gregor.client.producer import Producer
         cfg = dict(config)
-        cfg.setdefault("enable.idempotence", True)
-        cfg.setdefault("acks", "all")
+        cfg.setdefault("enable.idempotence", True)  # producer retries never duplicate a record
         self._producer = Producer(cfg)
         self._topic_option = topic_option
-        self._futures = []
+        self._results = []
         self.rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -169,67 +168,51 @@ class RecordWriter:
         n = batch.num_rows
         if n == 0:
             return
-        self.rows += n
         if self._topic_option is None and topic.null_count:
             raise ValueError("a row has a null 'topic' and no 'topic' option is set; fill the column "
                              "or set the option")
-        has_headers = headers is not None and any(h for h in headers.to_pylist())
-        if has_headers:
-            self._write_rows(value, key, topic, partition, headers)
-            return
+        if partition is not None and partition.null_count == n:
+            partition = None
+        header_lists = None
+        if headers is not None and (pc.sum(pc.list_value_length(headers)).as_py() or 0) > 0:
+            header_lists = [[(h["key"], h["value"]) for h in row] if row else []
+                            for row in headers.to_pylist()]
         for t, p, idx in _groups(self._topic_option, topic, partition, n):
-            vals = value if idx is None else value.take(idx)
-            keys = None if key is None else (key if idx is None else key.take(idx))
-            fut = self._producer.send_batch(t, vals, keys=keys, partition=p)
-            if fut is not None:
-                self._futures.append(fut)
-
-    def _write_rows(self, value, key, topic, partition, headers) -> None:
-        vals = value.to_pylist()
-        keys = key.to_pylist() if key is not None else [None] * len(vals)
-        topics = topic.to_pylist() if topic is not None else None
-        parts = partition.to_pylist() if partition is not None else None
-        hdrs = headers.to_pylist()
-        for i, v in enumerate(vals):
-            t = self._topic_option or topics[i]
-            h = [(x["key"], x["value"]) for x in (hdrs[i] or ())]
-            self._futures.append(self._producer.send(t, value=v, key=keys[i], headers=h or None,
-                                                     partition=None if parts is None else parts[i]))
+            take = (lambda a: a) if idx is None else (lambda a: a.take(idx))
+            hdrs = header_lists if idx is None or header_lists is None else \
+                [header_lists[i] for i in idx.to_pylist()]
+            self._results.append(self._producer.send_batch(
+                t, take(value), keys=None if key is None else take(key), partition=p, headers=hdrs))
+        self.rows += n
 
     def close(self) -> int:
         """Flush, surface the first failure, close. Returns rows written."""
         try:
             self._producer.flush()
-            for fut in self._futures:
-                if hasattr(fut, "result"):
-                    fut.result()
-                elif isinstance(fut, (list, tuple)):
-                    for f in fut:
-                        f.result()
+            for r in self._results:
+                r.result()
         finally:
             self._producer.close()
         return self.rows
 
 
 def _groups(topic_option, topic, partition, n):
-    """(topic, partition or None, row indices or None for all) groups of a sink batch, rows in
-    their original order within each group (so per-partition order follows the DataFrame)."""
-    import pyarrow.compute as pc
-    if partition is None and (topic_option is not None or pc.count_distinct(topic).as_py() == 1):
-        return [(topic_option or topic[0].as_py(), None, None)]
-    masks = []
+    """(topic, partition or None, row indices or None for all rows) of a sink batch; rows keep
+    their order within a group, so a partition receives records in DataFrame order."""
     topics = [topic_option] if topic_option is not None else pc.unique(topic).to_pylist()
     parts = [None] if partition is None else pc.unique(partition).to_pylist()
+    if len(topics) == 1 and len(parts) == 1:
+        return [(topics[0], parts[0], None)]
+    out = []
     for t in topics:
-        tmask = None if topic_option is not None else pc.equal(topic, t)
         for p in parts:
-            pmask = None if p is None else (pc.equal(partition, p) if p is not None else None)
-            if p is None and partition is not None:
-                pmask = pc.is_null(partition)
-            mask = tmask if pmask is None else (pmask if tmask is None else pc.and_(tmask, pmask))
-            idx = pc.indices_nonzero(mask) if mask is not None else None
-            if idx is None or len(idx) == n:
-                masks.append((t, p, None))
-            elif len(idx):
-                masks.append((t, p, idx))
-    return masks
+            masks = []
+            if topic_option is None:
+                masks.append(pc.equal(topic, t))
+            if partition is not None:
+                masks.append(pc.is_null(partition) if p is None else pc.equal(partition, p))
+            mask = masks[0] if len(masks) == 1 else pc.and_(masks[0], masks[1])
+            idx = pc.indices_nonzero(mask.fill_null(False))
+            if len(idx):
+                out.append((t, p, idx))
+    return out

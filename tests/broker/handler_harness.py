@@ -96,3 +96,13 @@ async def create(broker, name, partitions=1, configs=None):
                                                    for k, v in (configs or {}).items()]}],
         "timeout_ms": 1000, "validate_only": False})
     assert resp["topics"][0]["error_code"] == 0, resp
+
+
+async def committed(broker, timeout: float = 10.0) -> None:
+    """Wait until every partition's high watermark reached its log end (the group commit ran);
+    bounded by timeout."""
+    deadline = time.monotonic() + timeout
+    rm = broker.replica_manager
+    while any(p.high_watermark < p.log.log_end_offset for p in rm.partitions.values()):
+        assert time.monotonic() < deadline, "the group commit did not finish"
+        await asyncio.sleep(0.002)

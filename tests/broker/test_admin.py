@@ -3,7 +3,7 @@ import asyncio
 
 from gregor.protocol.errors import ErrorCode
 
-from .handler_harness import batch, call, create, fetch_body, fresp, produce_body, run_broker
+from .handler_harness import committed, batch, call, create, fetch_body, fresp, produce_body, run_broker
 
 
 def _topic(name, partitions=1, rf=1, configs=None, assignments=None):
@@ -82,7 +82,7 @@ def test_delete_topics_removes_data_and_wakes_fetchers(tmp_path):
     async def s(b):
         await create(b, "gone", 2)
         await call(b, "Produce", 8, produce_body("gone", batch(b"a")))
-        await asyncio.sleep(0.01)
+        await committed(b)
         from .handler_harness import start_call
         waiting = start_call(b, "Fetch", 11, fetch_body("gone", 1, max_wait_ms=10_000))
         resp = await call(b, "DeleteTopics", 3, {"topic_names": ["gone", "never"],
@@ -155,7 +155,7 @@ def test_delete_records(tmp_path):
         await create(b, "t")
         for v in (b"a", b"b", b"c"):
             await call(b, "Produce", 8, produce_body("t", batch(v)))
-        await asyncio.sleep(0.01)
+        await committed(b)
 
         async def dr(offset):
             r = await call(b, "DeleteRecords", 1, {"topics": [{"name": "t", "partitions": [

@@ -20,10 +20,17 @@ def _create(c, name, partitions=1, configs=None):
     assert r["topics"][0]["error_code"] == 0, r
 
 
-def _fetch_all(c, topic, partition=0):
-    f = fresp(c.request("Fetch", 11, fetch_body(topic, 0, partition=partition)))
-    assert f["error_code"] == 0, f
-    return values_of(f["records"])
+def _fetch_all(c, topic, partition=0, expect=1):
+    """Values from offset 0; acks=1 data becomes visible once the group commit ran, so
+    long-poll (bounded) until at least `expect` records are there."""
+    for _ in range(20):
+        f = fresp(c.request("Fetch", 11, fetch_body(topic, 0, partition=partition,
+                                                    max_wait_ms=500)))
+        assert f["error_code"] == 0, f
+        values = values_of(f["records"])
+        if len(values) >= expect:
+            break
+    return values
 
 
 def test_acks0_success_keeps_the_connection_and_errors_close_it(shared_broker):
@@ -83,7 +90,7 @@ def test_old_client_produce_v0_v2_with_legacy_message_sets(shared_broker):
                  for i in range(2)], magic, 0)
             r = presp(c.request("Produce", version, produce_body("legacy", msgs)))
             assert r["error_code"] == 0, r
-        assert _fetch_all(c, "legacy") == [b"m0-0", b"m0-1", b"m1-0", b"m1-1"]
+        assert _fetch_all(c, "legacy", expect=4) == [b"m0-0", b"m0-1", b"m1-0", b"m1-1"]
 
 
 def test_graceful_shutdown_answers_in_flight_requests_and_restart_keeps_data(broker):
@@ -102,8 +109,8 @@ def test_graceful_shutdown_answers_in_flight_requests_and_restart_keeps_data(bro
     assert "shutdown complete" in broker.output()
     broker.start()
     with WireClient(broker.port) as c:
-        assert _fetch_all(c, "durable", 0) == [b"v0", b"v2", b"v4"]
-        assert _fetch_all(c, "durable", 1) == [b"v1", b"v3"]
+        assert _fetch_all(c, "durable", 0, expect=3) == [b"v0", b"v2", b"v4"]
+        assert _fetch_all(c, "durable", 1, expect=2) == [b"v1", b"v3"]
 
 
 def test_acknowledged_records_survive_kill_9(broker):
@@ -117,7 +124,7 @@ def test_acknowledged_records_survive_kill_9(broker):
     broker.kill()
     broker.start()
     with WireClient(broker.port) as c:
-        assert _fetch_all(c, "crash") == [b"r%d" % i for i in range(20)]
+        assert _fetch_all(c, "crash", expect=20) == [b"r%d" % i for i in range(20)]
         r = presp(c.request("Produce", 8, produce_body("crash", batch(b"after"))))
         assert r["base_offset"] == 20
 

@@ -4,7 +4,7 @@ import time
 
 from gregor.protocol.errors import ErrorCode
 
-from .handler_harness import (batch, call, create, fetch_body, fresp, produce_body, run_broker,
+from .handler_harness import (committed, batch, call, create, fetch_body, fresp, produce_body, run_broker,
                               start_call, values_of)
 
 
@@ -12,7 +12,7 @@ async def _fill(b, topic, *groups, partition=0):
     for g in groups:
         resp = await call(b, "Produce", 8, produce_body(topic, batch(*g), partition=partition))
         assert resp["responses"][0]["partition_responses"][0]["error_code"] == 0
-    await asyncio.sleep(0.01)       # group commit
+    await committed(b)
 
 
 def test_long_poll_is_woken_by_an_append(tmp_path):
@@ -100,7 +100,7 @@ def test_list_offsets(tmp_path):
         now = int(time.time() * 1000)
         for i, ts in enumerate((now - 3000, now - 2000, now - 1000)):
             await call(b, "Produce", 8, produce_body("t", batch(b"v%d" % i, ts=ts)))
-        await asyncio.sleep(0.01)
+        await committed(b)
 
         async def lo(ts, version=1):
             body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "t",
@@ -115,6 +115,14 @@ def test_list_offsets(tmp_path):
         assert (await lo(now + 10_000))["offset"] == -1
         assert (await lo(-1, version=0))["old_style_offsets"] == [3]
         assert (await lo(-1, version=5))["leader_epoch"] == 0
+        # inside one batch: the exact record, not the batch's first offset
+        from gregor.protocol.records.batch import encode_batch
+        await call(b, "Produce", 8, produce_body("t", encode_batch(
+            [(now + 100, b"k", b"x", None), (now + 200, b"k", b"y", None),
+             (now + 300, b"k", b"z", None)])))
+        await committed(b)
+        r = await lo(now + 150)
+        assert (r["offset"], r["timestamp"]) == (4, now + 200)
     run_broker(tmp_path, s)
 
 

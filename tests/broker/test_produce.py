@@ -6,7 +6,7 @@ import pytest
 from gregor.broker.server import NO_RESPONSE, CloseConnection
 from gregor.protocol.errors import ErrorCode
 
-from .handler_harness import (batch, call, create, fetch_body, fresp, presp, produce_body,
+from .handler_harness import (committed, batch, call, create, fetch_body, fresp, presp, produce_body,
                               run_broker, start_call, values_of)
 
 
@@ -17,7 +17,7 @@ def test_acks1_appends_and_fetch_returns_the_batch(tmp_path):
         assert (r["error_code"], r["base_offset"], r["log_append_time_ms"]) == (0, 0, -1)
         r = presp(await call(b, "Produce", 8, produce_body("t", batch(b"c"))))
         assert r["base_offset"] == 2 and r["log_start_offset"] == 0
-        await asyncio.sleep(0.01)     # let the group commit move the high watermark
+        await committed(b)
         f = fresp(await call(b, "Fetch", 11, fetch_body("t", 0)))
         assert f["error_code"] == 0 and f["high_watermark"] == 3
         assert values_of(f["records"]) == [b"a", b"b", b"c"]

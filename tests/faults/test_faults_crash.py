@@ -22,10 +22,10 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
-TOTAL = 20_000        # records each producer tries to send
+TOTAL = 30_000        # records each producer tries to send
 CHUNK = 200           # records per burst; bursts are paced so the kill lands mid-stream
 PACE_S = 0.01
-KILL_AFTER_ACKS = 4_000
+KILLS_AT_ACKS = (4_000, 12_000)  # two crashes per run: one early, one with the log warm
 PARTITIONS = 2
 # Bounds that only stop a hung test (the producer retries through the restart).
 WAIT_S = 120.0
@@ -92,7 +92,10 @@ def confluent_producer(bootstrap: str, topic: str, acks: str, idempotent: bool, 
     def close() -> None:
         pass  # confluent-kafka producers close when garbage-collected
 
-    return send, flush, close
+    def pump() -> None:
+        p.poll(0.005)  # delivery reports only arrive through poll()
+
+    return send, flush, close, pump
 
 
 def kafka_python_producer(bootstrap: str, topic: str, acks: str, idempotent: bool,
@@ -118,7 +121,10 @@ def kafka_python_producer(bootstrap: str, topic: str, acks: str, idempotent: boo
     def close() -> None:
         p.close(timeout=10)
 
-    return send, flush, close
+    def pump() -> None:
+        time.sleep(0.005)  # callbacks run on kafka-python's own I/O thread
+
+    return send, flush, close, pump
 
 
 CASES = {
@@ -181,7 +187,7 @@ def test_kill_9_while_producing_loses_no_acknowledged_record(tmp_path, case):
         topic = f"crash-{case}"
         create_topic(b.bootstrap, topic)
         acks_box = Acks()
-        send, flush, close = factory(b.bootstrap, topic, acks, idempotent, acks_box)
+        send, flush, close, pump = factory(b.bootstrap, topic, acks, idempotent, acks_box)
 
         def send_all():
             for start in range(0, TOTAL, CHUNK):
@@ -191,21 +197,52 @@ def test_kill_9_while_producing_loses_no_acknowledged_record(tmp_path, case):
 
         worker = threading.Thread(target=send_all, name="crash-producer", daemon=True)
         worker.start()
-        deadline = time.monotonic() + WAIT_S
-        while acks_box.count() < KILL_AFTER_ACKS and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert acks_box.count() >= KILL_AFTER_ACKS, (
-            f"only {acks_box.count()} acks before the kill; failures: {acks_box.failed[:3]}")
-        b.kill()
-        acked_at_kill = acks_box.count()
-        time.sleep(0.3)
-        b.start()
+        acked_at_kill = []
+        for threshold in KILLS_AT_ACKS:
+            deadline = time.monotonic() + WAIT_S
+            while acks_box.count() < threshold and time.monotonic() < deadline:
+                pump()
+            assert acks_box.count() >= threshold, (
+                f"only {acks_box.count()} acks before kill; failures: {acks_box.failed[:3]}")
+            b.kill()
+            acked_at_kill.append(acks_box.count())
+            time.sleep(0.3)
+            b.start()
         worker.join(WAIT_S)
         assert not worker.is_alive(), "the producer thread did not finish"
         assert flush() == 0, "records still unacknowledged after the restart"
         close()
-        assert acks_box.count() > acked_at_kill, "nothing was acknowledged after the restart"
-        _check_log(read_all(b.bootstrap, topic), acks_box, idempotent)
+        assert acks_box.count() > acked_at_kill[-1], "nothing was acknowledged after a restart"
+        logs = read_all(b.bootstrap, topic)
+        print(f"{case}: {acked_at_kill} acked before the kill, {acks_box.count()} in all, "
+              f"{len(acks_box.failed)} failed, {sum(map(len, logs.values()))} in the log")
+        assert acked_at_kill[-1] < TOTAL, "a kill came after the producer finished; pace it more"
+        _check_log(logs, acks_box, idempotent)
     finally:
         b.stop()
 
+
+
+def test_sigterm_while_producing_exits_0_and_keeps_every_acknowledged_record(tmp_path):
+    """SIGTERM: stop accepting, finish in-flight requests, flush, exit 0; the next start
+    finds every acknowledged record and the producer (retrying) completes after it."""
+    b = BrokerProcess(tmp_path / "data").start()
+    try:
+        topic = "sigterm"
+        create_topic(b.bootstrap, topic)
+        acks_box = Acks()
+        send, flush, close, pump = confluent_producer(b.bootstrap, topic, "all", True, acks_box)
+        for i in range(TOTAL // 3):
+            send(i)
+        deadline = time.monotonic() + WAIT_S
+        while acks_box.count() < 2_000 and time.monotonic() < deadline:
+            pump()
+        assert b.stop() == 0, f"SIGTERM exit code is not 0:\n{b.log_text()[-2000:]}"
+        assert "Traceback" not in b.output(), b.output()[-3000:]
+        b.start()
+        assert flush() == 0
+        logs = read_all(b.bootstrap, topic)
+        _check_log(logs, acks_box, idempotent=True)
+        assert sum(map(len, logs.values())) == TOTAL // 3
+    finally:
+        b.stop()

@@ -146,3 +146,44 @@ def test_replicated_append_keeps_offsets_and_skips_sequence_checks(tmp_path, log
     with pytest.raises(AppendOffsetError):
         follower.append(log.read(0, 1 << 20), assign_offsets=False)
     follower.close()
+
+
+def test_bytes_are_not_modified_but_stored_with_new_offsets(log):
+    log.append(make_batch(1))
+    data = make_batch(2, tag=1) + make_batch(3, tag=2)
+    original = bytes(data)
+    info = log.append(data)
+    assert data == original                               # the caller's bytes are untouched
+    stored = log.read(1, 1 << 20)
+    assert [h.base_offset for _, h in iter_headers(stored)] == [1, 3]
+    # apart from the 8-byte base offsets, the stored batches are the given bytes
+    first = len(split_batches(original)[0])
+    assert stored[8:first] == original[8:first]
+    assert stored[first + 8:] == original[first + 8:]
+    assert (info.base_offset, info.last_offset) == (1, 5)
+
+
+def test_duplicate_under_log_append_time_reports_the_original_time(log):
+    batch = make_batch(1, producer_id=3, producer_epoch=0, base_sequence=0)
+    first = log.append(batch, timestamp_type="LogAppendTime", now_ms=500)
+    retry = log.append(batch, timestamp_type="LogAppendTime", now_ms=900)
+    assert retry.duplicate and retry.log_append_time_ms == first.log_append_time_ms == 500
+
+
+def test_failed_write_raises_storage_error_and_leaves_the_log_consistent(log, monkeypatch):
+    import errno
+    import os
+
+    from gregor.protocol.errors import KafkaStorageError
+    log.append(make_batch(1, tag=1))
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with monkeypatch.context() as m:
+        m.setattr(os, "pwrite", full)
+        m.setattr(os, "pwritev", full)
+        with pytest.raises(KafkaStorageError, match="No space left"):
+            log.append(make_batch(1, tag=2))
+    assert log.log_end_offset == 1
+    log.append(make_batch(1, tag=3))
+    assert [h.base_offset for _, h in iter_headers(read_all(log))] == [0, 1]

@@ -132,33 +132,40 @@ def test_crash_then_recovery_leaves_a_prefix(ops, data):
             _scribble_on_active_index(directory)
 
         recovered = Log.open(directory, CONFIG)
+        assert not recovered.recovery_report.clean
+        expected = b"".join(written[:survivors])
+        reference = Log.open(os.path.join(tmp, "reference"), CONFIG)
+        for batch in written[:survivors]:
+            reference.append(batch)
+        reference_view = _segment_view(reference)
+        reference_producers = _producer_view(reference)
+        reference.close()
         try:
-            assert not recovered.recovery_report.clean
-            expected = b"".join(written[:survivors])
             assert read_all(recovered) == expected
-            reference = Log.open(os.path.join(tmp, "reference"), CONFIG)
-            for batch in written[:survivors]:
-                reference.append(batch)
             assert recovered.log_end_offset == reference.log_end_offset
-            assert _segment_view(recovered) == _segment_view(reference)
-            assert _producer_view(recovered) == _producer_view(reference)
+            assert _segment_view(recovered) == reference_view
+            assert _producer_view(recovered) == reference_producers
             # every offset is found through the rebuilt indexes
             for pos, h in iter_headers(expected):
                 got = recovered.read(h.base_offset + h.last_offset_delta, 1)
                 assert got == expected[pos:pos + h.size]
-            # producers continue where the surviving prefix left them
-            for pid in (7, 8):
-                entry = recovered.producer_state.get(pid)
-                seq = entry.last_seq + 1 if entry else 0
-                recovered.append(make_batch(1, 5, producer_id=pid, producer_epoch=0,
-                                            base_sequence=seq))
-            reference.close()
         finally:
             recovered.close()
         reopened = Log.open(directory, CONFIG)
-        assert reopened.recovery_report.clean
-        assert reopened.recovery_report.segments_scanned == 0
-        reopened.close()
+        try:
+            assert reopened.recovery_report.clean
+            assert reopened.recovery_report.segments_scanned == 0
+            # the index files written during recovery load back as they were built
+            assert _segment_view(reopened) == reference_view
+            assert _producer_view(reopened) == reference_producers
+            # producers continue where the surviving prefix left them
+            for pid in (7, 8):
+                entry = reopened.producer_state.get(pid)
+                seq = entry.last_seq + 1 if entry else 0
+                reopened.append(make_batch(1, 5, producer_id=pid, producer_epoch=0,
+                                           base_sequence=seq))
+        finally:
+            reopened.close()
 
 
 def _flip_bits(directory: str, bits: list[int]) -> None:

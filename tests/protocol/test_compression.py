@@ -204,3 +204,13 @@ def test_snappy_claimed_length_above_cap_is_refused():
     framed = c.SNAPPY_JAVA_MAGIC + struct.pack(">ii", 1, 1) + struct.pack(">i", 14) + raw
     with pytest.raises(DecodeError):
         decompress(SNAPPY, framed, max_size=1 << 20)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_buffers_other_than_bytes(codec):
+    data = b"memoryview input " * 3000
+    packed = compress(codec, memoryview(data))
+    assert decompress(codec, memoryview(packed)) == data
+    assert decompress(codec, bytearray(packed)) == data
+    framed = b"xx" + packed
+    assert decompress(codec, memoryview(framed)[2:]) == data

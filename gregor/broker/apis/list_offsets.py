@@ -43,11 +43,7 @@ def handle(broker, ctx, request) -> dict:
                         ErrorCode.INVALID_REQUEST
                     continue
                 else:
-                    found = p.log.offset_for_timestamp(ts)
-                    if found is None or found[0] >= p.high_watermark:
-                        offset, found_ts = -1, -1
-                    else:
-                        offset, found_ts = found
+                    offset, found_ts = offset_for_timestamp(p, ts)
             except KafkaError as e:
                 out["error_code"] = e.code
                 continue
@@ -64,3 +60,19 @@ def handle(broker, ctx, request) -> dict:
                 out["timestamp"] = found_ts
         topics.append({"name": t["name"], "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+def offset_for_timestamp(p, ts: int) -> tuple[int, int]:
+    """(offset, timestamp) of the first record at or after ts below the high watermark, or
+    (-1, -1). The log finds the batch; the one batch is decoded to find the exact record."""
+    found = p.log.offset_for_timestamp(ts)
+    if found is None or found[0] >= p.high_watermark:
+        return -1, -1
+    data = p.log.read(found[0], 1, max_offset=p.high_watermark, min_one_batch=True)
+    if data:
+        from ...protocol.records.batch import decode_batch
+        start = p.log.log_start_offset
+        for r in decode_batch(data, 0).records:
+            if r.timestamp >= ts and r.offset >= start:
+                return r.offset, r.timestamp
+    return found

@@ -138,58 +138,89 @@ def _varint(buf, pos):
     return (result >> 1) ^ -(result & 1), pos
 
 
-def _decode_v2_records(data, pos, end, count, base_offset, base_ts, ts_type, log_append_ts,
-                       min_offset, out: PartitionRecords, epoch: int) -> None:
-    """Append the `count` records of one batch body (data[pos:end]) to out's columns, skipping
-    those below min_offset."""
+def _decode_v2_records(data: bytes, pos, end, count, base_offset, base_ts, ts_type,
+                       log_append_ts, min_offset, out: PartitionRecords, epoch: int) -> None:
+    """Append the `count` records of one batch body (data[pos:end], bytes) to out's columns,
+    skipping those below min_offset. Varints of one and two bytes (every length below 8 KiB)
+    are decoded inline: this loop is the consumer's hot path."""
     offsets, timestamps, keys, values, headers = (out.offsets, out.timestamps, out.keys,
                                                   out.values, out.headers)
     varint = _varint
     appended = 0
+    log_append = ts_type == LOG_APPEND_TIME
     for _ in range(count):
-        length, pos = varint(data, pos)
-        start = pos
-        pos += 1  # attributes (unused in v2 records)
         b = data[pos]
         if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
+            length = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (b >> 1) ^ -(b & 1)
+            pos += 2
         else:
-            ts_delta, pos = varint(data, pos)
+            length, pos = varint(data, pos)
+        start = pos
+        b = data[pos + 1]  # after the attributes byte (unused in v2 records)
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            ts_delta, pos = varint(data, pos + 1)
         b = data[pos]
         if b < 0x80:
             off_delta = (b >> 1) ^ -(b & 1)
             pos += 1
         else:
             off_delta, pos = varint(data, pos)
-        klen, pos = varint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            klen = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            klen, pos = varint(data, pos)
         if klen < 0:
             key = None
         else:
-            key = bytes(data[pos:pos + klen])
+            key = data[pos:pos + klen]
             pos += klen
-        vlen, pos = varint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            vlen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            vlen = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            vlen, pos = varint(data, pos)
         if vlen < 0:
             value = None
         else:
-            value = bytes(data[pos:pos + vlen])
+            value = data[pos:pos + vlen]
             pos += vlen
-        nh, pos = varint(data, pos)
-        hdrs = []
-        if nh:
+        if data[pos] == 0:
+            hdrs = []
+            pos += 1
+        else:
+            nh, pos = varint(data, pos)
             if nh < 0 or nh > end - pos:
                 raise DecodeError(f"bad header count {nh}")
+            hdrs = []
             for _ in range(nh):
                 hklen, pos = varint(data, pos)
                 if hklen < 0:
                     raise DecodeError("record header key is null")
-                hkey = bytes(data[pos:pos + hklen]).decode("utf-8", "replace")
+                hkey = data[pos:pos + hklen].decode("utf-8", "replace")
                 pos += hklen
                 hvlen, pos = varint(data, pos)
                 if hvlen < 0:
                     hval = None
                 else:
-                    hval = bytes(data[pos:pos + hvlen])
+                    hval = data[pos:pos + hvlen]
                     pos += hvlen
                 hdrs.append((hkey, hval))
         # Cheap structural check: every record ends where its length said it would (this also
@@ -201,7 +232,7 @@ def _decode_v2_records(data, pos, end, count, base_offset, base_ts, ts_type, log
         if offset < min_offset:
             continue
         offsets.append(offset)
-        timestamps.append(log_append_ts if ts_type == LOG_APPEND_TIME else base_ts + ts_delta)
+        timestamps.append(log_append_ts if log_append else base_ts + ts_delta)
         keys.append(key)
         values.append(value)
         headers.append(hdrs)
@@ -274,7 +305,8 @@ def decode_partition(data, topic: str, partition: int, fetch_offset: int, *,
             body = compression.decompress(codec, mv[body_start:body_end], MAX_DECOMPRESSED)
             bpos, bend = 0, len(body)
         else:
-            body, bpos, bend = mv, body_start, body_end
+            # One copy of the batch body makes every key/value slice a plain bytes object.
+            body, bpos, bend = bytes(mv[body_start:body_end]), 0, body_end - body_start
         ts_type = LOG_APPEND_TIME if h.attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
         try:
             _decode_v2_records(body, bpos, bend, h.records_count, h.base_offset,
@@ -292,17 +324,14 @@ def _decode_legacy(entry, fetch_offset: int, out: PartitionRecords) -> None:
     """One magic 0/1 message (possibly a compressed wrapper) into out's columns."""
     from ...protocol.records import legacy  # the records layer owns the legacy format
 
-    for m in legacy.decode_message_set(bytes(entry)):
+    for m in legacy.decode_message_set(bytes(entry), max_decompressed=MAX_DECOMPRESSED):
         offset = m.offset
         if offset < fetch_offset:
             continue
-        magic = getattr(m, "magic", 1)
-        attrs = getattr(m, "attributes", 0)
-        if magic == 0:
+        if m.magic == 0:
             ts, tt = -1, NO_TIMESTAMP_TYPE
         else:
-            ts = m.timestamp
-            tt = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_BIT else CREATE_TIME
+            ts, tt = m.timestamp, m.timestamp_type
         out.offsets.append(offset)
         out.timestamps.append(ts)
         out.timestamp_types.append(tt)

@@ -18,7 +18,8 @@ from ..config import COMMON_OPTIONS, Option, check_common, parse_config
 from ..errors import ClientError, ConfigError
 from ..metadata import Metadata
 from .columns import ConsumerRecord, PartitionRecords, decode_partition
-from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets, tp_list
+from .offsets import (EARLIEST, LATEST, MAX_VERSION as _MAX_LIST_OFFSETS_VERSION, RETRY_CODES,
+                      OffsetAndTimestamp, build_request, list_offsets, parse_response, tp_list)
 
 log = logging.getLogger("gregor.client.consumer")
 
@@ -115,6 +116,8 @@ class Consumer:
         self._buffer: collections.deque[tuple[PartitionRecords, int]] = collections.deque()
         # node id -> (request, {(topic, partition): fetch offset})
         self._inflight: dict[int, tuple[Any, dict]] = {}
+        # node id -> (ListOffsets request, {(topic, partition): EARLIEST/LATEST}) for resets
+        self._resets_inflight: dict[int, tuple[Any, dict]] = {}
         self._pending_error: Exception | None = None
         self._closed = False
         self._woken = False
@@ -140,6 +143,7 @@ class Consumer:
         self._assigned = new
         self._drop_buffered(lambda tp: True)
         self._inflight.clear()  # answers to older fetches are ignored when they arrive
+        self._resets_inflight.clear()
 
     def unassign(self) -> None:
         self.assign([])
@@ -294,21 +298,28 @@ class Consumer:
             if got:
                 self._send_fetches()  # pipeline: the next fetch runs while the caller works
                 return got
-            self._resolve_resets(deadline)
-            self._send_fetches()
-            now = time.monotonic()
-            if now >= deadline or self._woken:
+            if self._woken:
                 self._woken = False
                 return []
-            wait = deadline - now
+            self._send_resets()
+            self._send_fetches()
+            now = time.monotonic()
+            wait = max(0.0, deadline - now)
             if self._md.needs_update(now):
                 wait = min(wait, self._net.maybe_update_metadata(now) or wait)
-            if not self._inflight:
+            if not self._inflight and not self._resets_inflight:
                 # Nothing to wait for on the wire (no leader yet, all paused, or backoff):
                 # poll briefly so metadata and connections make progress.
                 wait = min(wait, 0.05)
-            self._net.poll(max(0.0, wait))
+            # Even poll(0) does one round of I/O, so repeated zero-timeout polls progress.
+            self._net.poll(wait)
             self._collect()
+            if time.monotonic() >= deadline:
+                self._raise_pending()
+                got = self._drain(limit)
+                if got:
+                    self._send_fetches()
+                return got
 
     def _drain(self, limit) -> list[PartitionRecords]:
         out, taken, keep = [], 0, collections.deque()
@@ -332,10 +343,50 @@ class Consumer:
         self._buffer.extendleft(reversed(keep))
         return out
 
-    def _resolve_resets(self, deadline: float) -> None:
-        pending = [st for st in self._assigned.values() if st.position is None]
-        if pending:
-            self._reset_positions(pending, max(0.001, deadline - time.monotonic()))
+    def _send_resets(self) -> None:
+        """Ask partition leaders for the earliest/latest offsets of partitions awaiting a
+        reset, without blocking: poll() keeps its timeout, answers land in _collect()."""
+        waiting = {tp for _, tps in self._resets_inflight.values() for tp in tps}
+        by_node: dict[int, dict] = {}
+        for tp, st in self._assigned.items():
+            if st.position is not None or st.reset is None or tp in waiting:
+                continue
+            leader = self._md.leader_for(st.topic, st.partition)
+            if leader < 0:
+                self._md.request_update()
+                continue
+            if leader not in self._resets_inflight:
+                by_node.setdefault(leader, {})[tp] = st.reset
+        now = time.monotonic()
+        for node, queries in by_node.items():
+            if not self._net.ready(node, now):
+                continue
+            version = min(self._net.api_version_for(node, "ListOffsets") or 0,
+                          _MAX_LIST_OFFSETS_VERSION)
+            body = build_request(queries, self._isolation(), self.config["request.timeout.ms"])
+            req = self._net.send(node, "ListOffsets", body, version)
+            self._resets_inflight[node] = (req, queries)
+
+    def _finish_resets(self, req, queries: dict) -> None:
+        if req.error is not None:
+            log.debug("offset reset request failed: %s", req.error)
+            self._md.request_update()
+            return
+        found, errors = parse_response(req.body, req.version)
+        for tp, code in errors.items():
+            if code in RETRY_CODES:
+                self._md.request_update()
+            else:
+                self._pending_error = error_for_code(
+                    code, f"resetting the offset of {tp[0]}-{tp[1]}: "
+                          f"{error_for_code(code).message}")
+        for tp, o in found.items():
+            st = self._assigned.get(tp)
+            if st is None or st.position is not None or st.reset != queries.get(tp):
+                continue  # unassigned or seeked since
+            st.position = o.offset if o is not None else 0
+            st.reset = None
+            log.debug("reset %s-%s to %s", st.topic, st.partition, st.position)
 
     def _send_fetches(self) -> None:
         buffered = {(pr.topic, pr.partition) for pr, _ in self._buffer}
@@ -377,6 +428,10 @@ class Consumer:
             self._inflight[node] = (req, offsets)
 
     def _collect(self) -> None:
+        for node, (req, queries) in list(self._resets_inflight.items()):
+            if req.done:
+                del self._resets_inflight[node]
+                self._finish_resets(req, queries)
         for node, (req, offsets) in list(self._inflight.items()):
             if not req.done:
                 continue
@@ -504,6 +559,7 @@ class Consumer:
             return
         self._closed = True
         self._inflight.clear()
+        self._resets_inflight.clear()
         self._buffer.clear()
         self._net.close()
 

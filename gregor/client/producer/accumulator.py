@@ -15,6 +15,12 @@ from ..errors import KafkaTimeoutError, ProducerClosedError
 from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
 
 
+# Python-side bytes a queued record costs beyond its wire size: three list slots (24), the
+# timestamp int (32) and the headers of the key and value bytes objects (2 x 33). Charged to
+# the BufferPool when a batch stops taking records, so buffer.memory bounds real memory.
+PY_RECORD_OVERHEAD = 122
+
+
 def estimate_record_size(key, value, headers) -> int:
     n = RECORD_OVERHEAD + (len(key) if key is not None else 0) + \
         (len(value) if value is not None else 0)
@@ -76,8 +82,16 @@ class RecordAccumulator:
     def _close_open(self, topic: str, partition: int) -> None:
         opened = self.open.get(topic)
         if opened is not None and partition < len(opened) and opened[partition] is not None:
-            opened[partition].full = True
+            self._seal(opened[partition])
             opened[partition] = None
+
+    def _seal(self, b: ProducerBatch) -> None:
+        """The batch takes no more records: charge its Python overhead to the pool."""
+        b.full = True
+        extra = len(b.keys) * PY_RECORD_OVERHEAD
+        if extra:
+            self.pool.charge(extra)
+            b.reserved += extra
 
     def append(self, topic, partition, timestamp, key, value, headers, callback,
                max_block_s, now=None):
@@ -128,6 +142,10 @@ class RecordAccumulator:
             dq = self.deque_for(batch.topic, batch.partition)
             self._close_open(batch.topic, batch.partition)
             batch.full = True
+            # The bulk batch holds slices of the caller's lists: two pointers per record.
+            extra = 16 * len(batch.keys)
+            self.pool.charge(extra)
+            batch.reserved += extra
             batch.interceptors = self.interceptors
             dq.append(batch)
             self.incomplete.add(batch)
@@ -203,6 +221,7 @@ class RecordAccumulator:
                     dq.popleft()
                     if self.open[b.topic][b.partition] is b:
                         self.open[b.topic][b.partition] = None
+                        self._seal(b)
                     b.full = True
                     b.drained_at = now
                     size += est
@@ -262,6 +281,7 @@ class RecordAccumulator:
                         b = dq.popleft()
                         if self.open[b.topic][b.partition] is b:
                             self.open[b.topic][b.partition] = None
+                            self._seal(b)
                         b.full = True
                         out.append(b)
         return out
@@ -282,7 +302,7 @@ class RecordAccumulator:
             for opened in self.open.values():
                 for i, b in enumerate(opened):
                     if b is not None:
-                        b.full = True
+                        self._seal(b)
                         opened[i] = None
             return out
 

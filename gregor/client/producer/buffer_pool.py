@@ -23,6 +23,7 @@ class BufferPool:
         self._waiters: collections.deque[threading.Condition] = collections.deque()
         self.wait_time_total = 0.0  # seconds spent blocked in allocate (metric)
         self.closed = False
+        self.on_wait = None  # called when a thread starts waiting (wakes the sender)
 
     def allocate(self, size: int, max_block_s: float) -> None:
         """Reserve size bytes, waiting up to max_block_s; raises KafkaTimeoutError after."""
@@ -35,6 +36,8 @@ class BufferPool:
                 return
             cond = threading.Condition(self._lock)
             self._waiters.append(cond)
+            if self.on_wait is not None:
+                self.on_wait()
             start = self.clock()
             deadline = start + max_block_s
             try:
@@ -55,6 +58,12 @@ class BufferPool:
                 self._waiters.remove(cond)
                 if self._waiters and self.available > 0:
                     self._waiters[0].notify()
+
+    def charge(self, size: int) -> None:
+        """Take size bytes without waiting (may go below zero: later allocations then wait
+        until enough comes back). Used to account for Python overhead after the fact."""
+        with self._lock:
+            self.available -= size
 
     def deallocate(self, size: int) -> None:
         with self._lock:

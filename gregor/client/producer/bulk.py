@@ -172,6 +172,9 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
     if groups is None:
         for lo, hi, size in _chunks(values, keys, headers, range(n), limit):
             p = producer._choose_partition(topic, None, None, nparts)
+            st = producer._sticky_state.get(topic)
+            if st is not None:
+                st[1] += size
             batches.append(_make(producer, topic, p, values, keys, timestamps, headers,
                                  lo, hi, None, size, deadline))
             if producer._builtin:
@@ -227,4 +230,5 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
     b.result.timestamps = _SameTimestamp(ts) if isinstance(ts, int) else ts
     b.size = size
     acc.add_batch(b)
+    producer._network.wakeup()  # one wakeup per ~1 MiB batch: cheap, and the sender may sleep
     return b

@@ -35,6 +35,9 @@ class IdempotenceManager:
         self.fatal_error: Exception | None = None
         self._next_seq: dict[tuple[str, int], int] = {}
         self._in_flight: dict[tuple[str, int], list] = {}
+        # Batches with a sequence that are not settled yet (in flight or waiting to be
+        # retried), by sequence: the first of them is the one the broker expects next.
+        self._unacked: dict[tuple[str, int], list] = {}
         self.bumps = 0
 
     # -- producer id ---------------------------------------------------------------------
@@ -58,6 +61,7 @@ class IdempotenceManager:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self._next_seq.clear()
+        self._unacked.clear()
         self.state = READY
         if old[0] >= 0:
             self.bumps += 1
@@ -105,10 +109,22 @@ class IdempotenceManager:
         lst = self._in_flight.setdefault(tp, [])
         lst.append(batch)
         lst.sort(key=_seq_key)
+        unacked = self._unacked.setdefault(tp, [])
+        if batch not in unacked:
+            unacked.append(batch)
+            unacked.sort(key=_seq_key)
 
     def is_first_in_flight(self, batch) -> bool:
-        lst = self._in_flight.get((batch.topic, batch.partition))
-        return bool(lst) and lst[0] is batch
+        """True when no unsettled batch of the partition has a lower sequence: an error on
+        this batch is about the broker's state, not an echo of an earlier failure."""
+        lst = self._unacked.get((batch.topic, batch.partition))
+        return not lst or lst[0] is batch
+
+    def on_settled(self, batch) -> None:
+        """The batch is acknowledged or failed for good."""
+        lst = self._unacked.get((batch.topic, batch.partition))
+        if lst and batch in lst:
+            lst.remove(batch)
 
     def remove_in_flight(self, batch) -> None:
         lst = self._in_flight.get((batch.topic, batch.partition))

@@ -82,6 +82,7 @@ class Producer:
         self._network = _network or NetworkClient(cfg, metadata=self._metadata, clock=clock)
         self._metadata = self._network.metadata
         self._pool = BufferPool(cfg["buffer.memory"], clock=clock)
+        self._pool.on_wait = self._network.wakeup
         self._partitioner = partitioner_from_config(cfg)
         self._sticky = bool(getattr(self._partitioner, "sticky", False))
         if cfg["partitioner.ignore.keys"] and not self._sticky:

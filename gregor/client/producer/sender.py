@@ -234,6 +234,8 @@ class Sender:
         return base * random.uniform(0.8, 1.2)
 
     def _complete(self, b, base_offset, log_append_time, err, now) -> None:
+        if self.txn is not None:
+            self.txn.on_settled(b)
         if b.complete(base_offset, log_append_time, err):
             if err is None:
                 self.metrics.records_sent += b.record_count
@@ -248,6 +250,7 @@ class Sender:
                  b.topic, b.partition, b.record_count, len(new_batches))
         self.acc.requeue_split(b, new_batches)
         if self.txn is not None:
+            self.txn.on_settled(b)
             self.txn.sequence_reset_needed(b)
 
     # -- expiry, abort -----------------------------------------------------------------------

@@ -213,6 +213,10 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                length = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 length, p = _varint_slow(data, p, end)
             rec_end = p + length
@@ -223,18 +227,30 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 ts_delta, p = _varint_slow(data, p, rec_end)
             b = data[p]
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                off_delta = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 off_delta, p = _varint_slow(data, p, rec_end)
             b = data[p]
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                n = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 n, p = _varint_slow(data, p, rec_end)
             if n < 0:
@@ -250,6 +266,10 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                n = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 n, p = _varint_slow(data, p, rec_end)
             if n < 0:
@@ -418,9 +438,14 @@ def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
 def walk_records(data: bytes, count: int, last_offset_delta: int, *,
                  strict_offsets: bool = True) -> None:
     """Check the structure of count records in data without building them. Offset deltas
-    must increase (strictly: be exactly 0, 1, 2, ...) and stay within last_offset_delta."""
+    must increase (strictly: be exactly 0, 1, 2, ...) and stay within last_offset_delta.
+
+    Varints are kept in zig-zag form (even = non-negative n << 1, 1 = -1, other odd values =
+    invalid negatives), which saves decoding them; one- and two-byte varints are read inline.
+    """
     end = len(data)
-    if count > end // 7:   # smallest record: length + 6 one-byte fields
+    if count > end // 7:
+        # smallest record: length + attributes + 5 one-byte varints
         raise CorruptRecordsError(f"{count} records cannot fit in {end} bytes")
     p = 0
     prev = -1
@@ -428,48 +453,80 @@ def walk_records(data: bytes, count: int, last_offset_delta: int, *,
         for i in range(count):
             b = data[p]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
             else:
-                length, p = _varint_slow(data, p, end)
-            rec_end = p + length
-            if length < 6 or rec_end > end:
-                raise CorruptRecordsError(f"record {i} length {length} does not fit the batch")
-            p += 1
-            if data[p] < 0x80:        # timestamp delta: any value is acceptable
-                p += 1
+                b, p = _varint_slow(data, p, end)
+                b = (b << 1) if b >= 0 else 1     # back to zig-zag form
+            if b & 1:
+                raise CorruptRecordsError(f"record {i} has a negative length")
+            rec_end = p + (b >> 1)
+            if rec_end > end:
+                raise CorruptRecordsError(f"record {i} length {b >> 1} does not fit the batch")
+            # attributes, then timestamp delta (any value)
+            if data[p + 1] < 0x80:
+                p += 2
             else:
-                _, p = _varint_slow(data, p, rec_end)
+                _, p = _varint_slow(data, p + 1, rec_end)
             b = data[p]
             if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                b, p = _varint_slow(data, p, rec_end)
+                b = (b << 1) if b >= 0 else 1
+            if strict_offsets:
+                if b != i << 1:
+                    raise InvalidRecordsError(f"record {i} has offset delta "
+                                              f"{(b >> 1) ^ -(b & 1)}; expected {i}")
+            else:
                 od = (b >> 1) ^ -(b & 1)
+                if od <= prev or od > last_offset_delta:
+                    raise InvalidRecordsError(f"record {i} has offset delta {od}; deltas must "
+                                              f"increase up to {last_offset_delta}")
+                prev = od
+            # key length (zig-zag: 1 = null, odd > 1 = invalid negative)
+            b = data[p]
+            if b < 0x80:
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
             else:
-                od, p = _varint_slow(data, p, rec_end)
-            if (od != i) if strict_offsets else (od <= prev or od > last_offset_delta):
-                raise InvalidRecordsError(f"record {i} has offset delta {od}; expected "
-                                          f"{'exactly ' + str(i) if strict_offsets else 'increasing deltas'}")
-            prev = od
-            for _field in (0, 1):     # key, value
-                b = data[p]
-                if b < 0x80:
-                    n = (b >> 1) ^ -(b & 1)
-                    p += 1
-                else:
-                    n, p = _varint_slow(data, p, rec_end)
-                if n > 0:
-                    p += n
-                elif n < -1:
-                    raise CorruptRecordsError(f"record {i} has a length of {n}")
+                b, p = _varint_slow(data, p, rec_end)
+                b = (b << 1) if b >= 0 else (1 if b == -1 else 3)
+            if b & 1:
+                if b != 1:
+                    raise CorruptRecordsError(f"record {i} has a negative key length")
+            else:
+                p += b >> 1
+            b = data[p]
+            if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                b, p = _varint_slow(data, p, rec_end)
+                b = (b << 1) if b >= 0 else (1 if b == -1 else 3)
+            if b & 1:
+                if b != 1:
+                    raise CorruptRecordsError(f"record {i} has a negative value length")
+            else:
+                p += b >> 1
+            if p + 1 == rec_end and data[p] == 0:
+                p = rec_end
+                continue
             if p >= rec_end:
-                raise CorruptRecordsError(f"record {i}: key and value run past its end")
-            if data[p] == 0:
-                p += 1
-            else:
-                _, p = _decode_headers(data, p, rec_end)
+                raise CorruptRecordsError(f"record {i}: fields run past its end")
+            _, p = _decode_headers(data, p, rec_end)
             if p != rec_end:
-                raise CorruptRecordsError(f"record {i} declares {length} bytes but its fields "
-                                          f"take {length + p - rec_end}")
+                raise CorruptRecordsError(f"record {i}'s declared length disagrees with its "
+                                          f"fields ({p - rec_end:+d} bytes)")
     except IndexError:
         raise CorruptRecordsError("batch ends inside a record") from None
     if p != end:

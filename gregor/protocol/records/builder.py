@@ -127,7 +127,8 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
     """One v2 batch from parallel sequences, encoded in a single vectorised pass.
 
     keys: a sequence of bytes/None, or None for no keys at all; values: a sequence of
-    bytes/None; timestamps: None (now), one int for every record, or a sequence / int64 array;
+    bytes/None; timestamps: None (now), one int for every record, or a sequence (None items
+    mean now) / int64 array;
     headers: None or one header list (or None) per record.
     """
     n = len(values)
@@ -148,6 +149,9 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
         if isinstance(timestamps, np.ndarray):
             base_ts, max_ts = int(timestamps[0]), int(timestamps.max())
         else:
+            if None in timestamps:
+                now = _now_ms()
+                timestamps = [now if t is None else t for t in timestamps]
             base_ts, max_ts = timestamps[0], max(timestamps)
     if headers is not None and not any(headers):
         headers = None

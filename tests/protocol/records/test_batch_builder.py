@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from gregor.protocol.records.batch import decode_batches, encode_batch, validate_batch
 from gregor.protocol.records.builder import BatchBuilder, build_batch_bulk
-from gregor.protocol.records.encoding import (VECTOR_MIN_RECORDS, encode_records_loop,
+from gregor.protocol.records.encoding import (encode_records,
+                                              encode_records_loop, encode_records_uniform,
                                               encode_records_vector)
 from gregor.protocol.records.legacy import decode_message_set
 
@@ -124,6 +125,11 @@ def test_bulk_big_values_and_far_timestamps_leave_the_varint_table():
     validate_batch(data, from_client=False)
 
 
+def test_bulk_none_timestamps_mean_now():
+    (batch,) = decode_batches(build_batch_bulk(None, [b"a", b"b"], [None, 5]))
+    assert batch.records[0].timestamp > 1_600_000_000_000 and batch.records[1].timestamp == 5
+
+
 def test_bulk_input_errors():
     with pytest.raises(ValueError):
         build_batch_bulk([], [])
@@ -134,7 +140,7 @@ def test_bulk_input_errors():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(VECTOR_MIN_RECORDS, 300), st.integers(0, 2**31), st.data())
+@given(st.integers(2, 1500), st.integers(0, 2**31), st.data())
 def test_vector_encoder_equals_loop_encoder(n, seed, data):
     rnd = random.Random(seed)
     key_len = data.draw(st.sampled_from([None, 0, 10, "mixed"]))
@@ -149,3 +155,22 @@ def test_vector_encoder_equals_loop_encoder(n, seed, data):
         encode_records_loop(ts, keys, values, None, base)
     assert encode_records_vector(7, keys, values, 7) == \
         encode_records_loop([7] * n, keys, values, None, 7)
+    uniform = encode_records_uniform(ts, keys, values, base)
+    if uniform is not None:
+        assert bytes(uniform) == encode_records_loop(ts, keys, values, None, base)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 1200), st.sampled_from([None, 0, 10, 200]),
+       st.sampled_from([0, 1, 100, 9000]), st.sampled_from(["same", "rising", "falling", "scattered"]))
+def test_every_encoder_choice_equals_the_loop(n, key_len, value_len, ts_shape):
+    keys = [None if key_len is None else bytes([n % 256]) * key_len for _ in range(n)]
+    values = [bytes([i % 256]) * value_len for i in range(n)]
+    rnd = random.Random(n)
+    ts = {"same": [5] * n, "rising": [1000 + i * 7 for i in range(n)],
+          "falling": [10**6 - i * 3 for i in range(n)],
+          "scattered": [rnd.randint(0, 10**7) for _ in range(n)]}[ts_shape]
+    expected = encode_records_loop(ts, keys, values, None, ts[0])
+    assert bytes(encode_records(ts, keys, values, None, ts[0])) == expected
+    uniform = encode_records_uniform(ts, keys, values, ts[0])
+    assert uniform is None or bytes(uniform) == expected

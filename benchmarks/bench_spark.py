@@ -1,0 +1,92 @@
+"""Spark <-> gregor throughput, side by side with Parquet on the same data in one run.
+
+    python benchmarks/bench_spark.py [--rows 5000000] [--value-bytes 100] [--partitions 4]
+                                     [--bootstrap-server HOST:PORT]
+
+Writes one cached DataFrame (key, value) to a gregor topic and to Parquet, then reads both
+back in full (into Spark's no-op sink, so only the read is measured), and prints rows/s and
+the ratios gregor / Parquet. Targets from the Spark issue: write >= 0.5x Parquet; read
+>= 1M rows/s. Starts its own gregor broker unless --bootstrap-server is given.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_SPARK_ROWS", 5_000_000)))
+    ap.add_argument("--value-bytes", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=4, help="topic partitions = Spark partitions")
+    ap.add_argument("--bootstrap-server", default=None)
+    args = ap.parse_args()
+
+    from pyspark.sql import functions as F
+
+    from gregor.demo.embedded import EmbeddedBroker
+    from gregor.demo.pipeline import new_session
+
+    work = Path(tempfile.mkdtemp(prefix="gregor-bench-spark-"))
+    broker = None
+    try:
+        bootstrap = args.bootstrap_server
+        if bootstrap is None:
+            broker = EmbeddedBroker(work / "broker")
+            bootstrap = broker.start()
+        topic = f"bench-spark-{int(time.time())}"
+        from gregor.client.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, args.partitions, 1)])
+        admin.close()
+
+        spark = new_session("gregor-bench-spark")
+        pad = "x" * max(0, args.value_bytes - 20)
+        df = (spark.range(0, args.rows, numPartitions=args.partitions)
+              .select(F.format_string("key-%d", F.col("id") % 10_000).cast("binary").alias("key"),
+                      F.concat(F.format_string("%020d", F.col("id")), F.lit(pad)).cast("binary").alias("value"))
+              .cache())
+        df.count()  # materialise once so both writers read the same cached rows
+        n = args.rows
+        print(f"{n:,} rows, {args.value_bytes} B values, {args.partitions} partitions, broker {bootstrap}")
+
+        def timed(label, fn):
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            print(f"  {label:<28} {dt:8.2f} s  {n / dt:12,.0f} rows/s")
+            return n / dt
+
+        parquet = str(work / "data.parquet")
+        w_parquet = timed("write Parquet", lambda: df.write.mode("overwrite").parquet(parquet))
+        w_gregor = timed("write gregor topic", lambda: df.write.format("gregor")
+                         .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+                         .mode("append").save())
+        r_parquet = timed("read Parquet", lambda: spark.read.parquet(parquet)
+                          .write.format("noop").mode("overwrite").save())
+        r_gregor = timed("read gregor topic", lambda: spark.read.format("gregor")
+                         .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+                         .write.format("noop").mode("overwrite").save())
+        got = (spark.read.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+               .option("subscribe", topic).load().count())
+        if got != n:
+            print(f"  WARNING: the topic holds {got:,} records, expected {n:,}")
+        print(f"write ratio gregor/Parquet: {w_gregor / w_parquet:.2f}x (target >= 0.5x)")
+        print(f"read  ratio gregor/Parquet: {r_gregor / r_parquet:.2f}x; gregor read {r_gregor:,.0f} rows/s "
+              "(target >= 1,000,000)")
+        spark.stop()
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

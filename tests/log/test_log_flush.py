@@ -1,0 +1,109 @@
+import os
+
+import pytest
+
+from gregor.log import Log, LogConfig
+from tests.log.batches import make_batch
+
+
+@pytest.fixture
+def fsyncs(monkeypatch):
+    calls = []
+    real = os.fsync
+
+    def counting(fd):
+        calls.append(fd)
+        real(fd)
+    monkeypatch.setattr(os, "fsync", counting)
+    return calls
+
+
+def test_default_policy_never_fsyncs_on_append(tmp_path, fsyncs):
+    log = Log.open(tmp_path / "p", LogConfig())
+    before = len(fsyncs)
+    for _ in range(20):
+        log.append(make_batch(1))
+    assert len(fsyncs) == before
+    assert log.sync() is False
+    assert log.recovery_point == 0
+    log.close()
+
+
+def test_flush_messages_inline(tmp_path, fsyncs):
+    log = Log.open(tmp_path / "p", LogConfig(flush_messages=3))
+    log.append(make_batch(2))
+    n = len(fsyncs)
+    assert log.recovery_point == 0
+    log.append(make_batch(1))                # 3 records since the last flush
+    assert len(fsyncs) > n
+    assert log.recovery_point == 3
+    log.close()
+
+
+def test_flush_ms_is_checked_on_append_and_by_sync(tmp_path, fsyncs):
+    now = [0]
+    log = Log.open(tmp_path / "p", LogConfig(flush_ms=100), clock=lambda: now[0])
+    log.append(make_batch(1))
+    assert log.recovery_point == 0
+    now[0] = 150
+    assert log.sync() is True                # a timer tick with no appends
+    assert log.recovery_point == 1
+    log.append(make_batch(1), now_ms=200)
+    assert log.recovery_point == 1
+    log.append(make_batch(1), now_ms=260)
+    assert log.recovery_point == 3
+    log.close()
+
+
+def test_group_commit_shares_one_fsync(tmp_path, fsyncs):
+    log = Log.open(tmp_path / "p", LogConfig(flush_messages=1, flush_policy="group"))
+    n = len(fsyncs)
+    for _ in range(10):
+        log.append(make_batch(1))
+    assert len(fsyncs) == n                  # appends never fsync in group mode
+    assert log.recovery_point == 0
+    assert log.sync() is True
+    assert log.recovery_point == 10
+    assert log.sync() is False               # nothing new
+    n = len(fsyncs)
+    for _ in range(10):
+        log.append(make_batch(1))
+    assert log.sync() is True
+    assert len(fsyncs) - n == 1              # the log file; no index entry was added
+    assert log.recovery_point == 20
+    log.close()
+
+
+def test_sync_ticket_runs_off_thread_and_survives_a_roll(tmp_path):
+    import threading
+    log = Log.open(tmp_path / "p", LogConfig(segment_bytes=200, flush_policy="group",
+                                             flush_messages=1,
+                                             flush_rolled_in_background=False))
+    log.append(make_batch(1, 120))
+    ticket = log.begin_sync()
+    assert ticket is not None and ticket.offset == 1
+    log.append(make_batch(1, 120))           # rolls: the ticket's descriptors stay valid
+    t = threading.Thread(target=ticket.run)
+    t.start()
+    t.join()
+    log.finish_sync(ticket)
+    assert log.recovery_point >= 1
+    stale = log.begin_sync(force=True)
+    log.truncate_to(0)
+    stale.run()
+    log.finish_sync(stale)                   # taken before the truncation: ignored
+    assert log.recovery_point == 0
+    log.close()
+
+
+def test_rolled_segment_is_flushed_in_the_background(tmp_path, fsyncs):
+    log = Log.open(tmp_path / "p", LogConfig(segment_bytes=200))
+    for _ in range(3):
+        log.append(make_batch(1, 120))       # each batch rolls the previous segment
+    log._join_background()                   # the flush threads are done
+    assert log.recovery_point == 2           # the active segment (base 2) is not flushed
+    with open(tmp_path / "p" / "recovery-point") as f:
+        assert int(f.read()) == 2
+    log.close()
+    with open(tmp_path / "p" / "recovery-point") as f:
+        assert int(f.read()) == 3
