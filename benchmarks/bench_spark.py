@@ -47,7 +47,7 @@ def main() -> None:
         admin.create_topics([NewTopic(topic, args.partitions, 1)])
         admin.close()
 
-        spark = new_session("gregor-bench-spark")
+        spark = new_session("gregor-bench-spark", work=work / "spark")
         pad = "x" * max(0, args.value_bytes - 20)
         df = (spark.range(0, args.rows, numPartitions=args.partitions)
               .select(F.format_string("key-%d", F.col("id") % 10_000).cast("binary").alias("key"),

@@ -47,7 +47,7 @@ class Broker:
         self.data_dir = Path(config.data_dir)
         self.metrics = BrokerMetrics()
         self.replica_manager = ReplicaManager(
-            self.broker_id, fsync_before_commit=bool(config.get("gregor.fsync.before.commit")))
+            self.broker_id, fsync_acks_all=bool(config.get("gregor.fsync.acks.all")))
         self.store = TopicStore(self.data_dir)
         self.producer_ids: ProducerIdManager | None = None
         self.cluster_id = ""
@@ -289,6 +289,28 @@ class Broker:
             self._open_partition(name, i, cfg)
         self.store.set_partitions(name, total)
         log.info("topic %r now has %d partitions", name, total)
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str | None],
+                            validate_only: bool = False) -> None:
+        """Replace the topic's own settings with `configs` (AlterConfigs semantics: settings
+        not listed go back to the broker defaults) and apply them to its partitions."""
+        t = self.store.get(name)
+        if t is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        clean = {k: v for k, v in configs.items() if v is not None}
+        try:
+            validate_topic_configs(clean)
+        except ConfigError as e:
+            raise InvalidConfigurationError(str(e)) from None
+        if validate_only:
+            return
+        self.store.set_configs(name, clean)
+        cfg = self.topic_config(t)
+        log_cfg = log_config_for(cfg)
+        for p in self.replica_manager.topic_partitions(name):
+            p.update_config(cfg)
+            p.log.config = log_cfg
+        log.info("topic %r configs are now %s", name, clean or "the broker defaults")
 
     def error_code_of(self, exc: BaseException) -> int:
         return exc.code if isinstance(exc, KafkaError) else -1

@@ -92,10 +92,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("group.initial.rebalance.delay.ms", "int", 3000, "Accepted for compatibility."),
     _s("cluster.id", "string", None, "Cluster id; generated and stored in meta.properties."),
     # gregor's own settings (no Kafka equivalent).
-    _s("gregor.fsync.before.commit", "bool", True,
-       "fsync a partition before its high watermark moves past new records, so acks=all "
-       "producers and consumers only ever see data that is on disk. fsyncs are grouped: one "
-       "per partition per event-loop iteration. false = Kafka's behaviour (page cache only)."),
+    _s("gregor.fsync.acks.all", "bool", True,
+       "acks=all produce requests are answered once their records are fsynced (group commit "
+       "off the event loop: one fsync per partition per round, however many requests it "
+       "covers). false = Kafka's single-replica behaviour (answered after the append)."),
     _s("gregor.shutdown.timeout.ms", "long", 10000,
        "How long a graceful shutdown waits for in-flight requests."),
 ]}

@@ -1,9 +1,10 @@
 """One partition on this broker: its log, high watermark, leader epoch and ISR.
 
 gregor runs one replica per partition, so this broker is always the leader and the ISR is
-[this broker]. The high watermark (the commit point consumers and acks=all producers wait for)
-moves after an append once the data is durable: right away when the broker runs with
-gregor.fsync.before.commit=false, after the grouped fsync otherwise (see ReplicaManager).
+[this broker]; the high watermark moves to the log end right after each append, as it does on a
+single-replica Kafka partition, so an acknowledged record is visible to consumers at once.
+`durable_offset` is the end of what is fsynced; with gregor.fsync.acks.all, acks=all
+producers wait for it too (see ReplicaManager's group commit).
 """
 from __future__ import annotations
 
@@ -41,12 +42,14 @@ class Partition:
         self.isr = [broker_id]
         self.replicas = [broker_id]
         self.deleted = False
-        # Everything the log recovered at start-up was on disk, so it is committed.
+        # Everything the log recovered at start-up was on disk: committed and durable.
         self.high_watermark = log_.log_end_offset
+        self.durable_offset = log_.log_end_offset
         # Bytes that became readable (below the HW) since start; DelayedFetch compares
         # snapshots of this counter to know whether min_bytes is reached without reading.
         self.committed_bytes = 0
         self._uncommitted: deque[tuple[int, int]] = deque()   # (end offset, bytes)
+        self.wait_for_durable = False   # set by the ReplicaManager (gregor.fsync.acks.all)
 
     # -- settings --------------------------------------------------------------------------
 
@@ -100,10 +103,20 @@ class Partition:
             self.committed_bytes += unc.popleft()[1]
         return True
 
+    def mark_durable(self, offset: int) -> bool:
+        """Everything below offset is fsynced. True if that moved the durable offset."""
+        offset = min(offset, self.log.log_end_offset)
+        if offset <= self.durable_offset:
+            return False
+        self.durable_offset = offset
+        return True
+
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """(done, error_code) for an acks=all produce waiting for required_offset."""
         if self.deleted:
             return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if self.wait_for_durable and self.durable_offset < required_offset:
+            return False, ErrorCode.NONE
         if self.high_watermark >= required_offset:
             if len(self.isr) < self.min_insync_replicas:
                 return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -116,6 +129,7 @@ class Partition:
         """After DeleteRecords/truncation: clamp the HW into the log's range."""
         self.high_watermark = min(max(self.high_watermark, self.log.log_start_offset),
                                   self.log.log_end_offset)
+        self.durable_offset = min(self.durable_offset, self.log.log_end_offset)
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, hw={self.high_watermark})"

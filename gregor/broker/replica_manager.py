@@ -1,14 +1,17 @@
 """The partitions this broker hosts, the purgatories that wait on them, and the group commit.
 
-Appends go to the page cache at once (so an acks=1 response only waits for the local append,
-and the record survives a kill -9 of the broker process). With gregor.fsync.before.commit
-(the default) the high watermark only moves over data that is fsynced: acks=all producers and
-consumers never see records that a power loss could take away. The fsyncs are a group commit
-run off the event loop: the partitions appended to since the last round hand a sync ticket
-(duplicated descriptors, see gregor/log/flush.py) to one worker thread; while it fsyncs, the
-loop keeps serving requests, and whatever they append forms the next round. Each round moves
-each partition's HW to the offset its ticket covered. Without the setting, the high watermark
-moves right after the append, as Kafka does on a single replica.
+An append goes to the page cache at once and moves the partition's high watermark right away
+(one replica: nothing else to wait for), so an acks=1 response only waits for the local append,
+the record is visible to consumers immediately, and it survives a kill -9 of the broker.
+
+With gregor.fsync.acks.all (the default), acks=all producers additionally wait until their
+records are fsynced, so an acks=all acknowledgement survives a power loss too. The fsyncs are a
+group commit run off the event loop: the partitions appended to since the last round hand a
+sync ticket (duplicated descriptors, see gregor/log/flush.py) to one worker thread; while it
+fsyncs, the loop keeps serving requests, and whatever they append forms the next round. Each
+round moves each partition's durable offset to what its ticket covered and wakes the acks=all
+producers waiting on it. Without the setting, acks=all completes right after the append, as on
+a single-replica Kafka partition (fsync then only follows log.flush.interval.messages/ms).
 """
 from __future__ import annotations
 
@@ -24,9 +27,9 @@ log = logging.getLogger("gregor.broker.replica_manager")
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, *, fsync_before_commit: bool = True):
+    def __init__(self, broker_id: int, *, fsync_acks_all: bool = True):
         self.broker_id = broker_id
-        self.fsync_before_commit = fsync_before_commit
+        self.fsync_acks_all = fsync_acks_all
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory = Purgatory("produce")
         self.fetch_purgatory = Purgatory("fetch")
@@ -44,6 +47,7 @@ class ReplicaManager:
 
     def add(self, partition: Partition) -> None:
         partition.manager = self
+        partition.wait_for_durable = self.fsync_acks_all
         self.partitions[partition.key] = partition
 
     def remove(self, key: tuple[str, int]) -> Partition | None:
@@ -65,9 +69,9 @@ class ReplicaManager:
 
     def appended(self, partition: Partition) -> None:
         """Called by a partition after a (non-duplicate) append."""
-        if not self.fsync_before_commit:
-            if partition.maybe_advance_high_watermark():
-                self.notify(partition)
+        if partition.maybe_advance_high_watermark():
+            self.notify(partition)
+        if not self.fsync_acks_all:
             return
         self._dirty[partition] = None
         if self._flush_handle is None and not self._flushing:
@@ -110,15 +114,15 @@ class ReplicaManager:
             failed = fut.result()
         for p, t in tickets:
             if isinstance(failed, BaseException) or p in failed:
-                # The data stays below the HW: acks=all producers time out and retry,
-                # consumers do not see it; the partition is synced again next round.
+                # acks=all producers keep waiting (and time out if the disk stays broken);
+                # the partition is synced again next round.
                 self._dirty[p] = None
                 continue
             if p.deleted:
                 continue
             p.log.finish_sync(t)
-            if p.maybe_advance_high_watermark(t.offset):
-                self.notify(p)
+            if p.mark_durable(t.offset):
+                self.produce_purgatory.check_and_complete(p.key)
         if self._dirty and self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_soon(self._start_flush)
 
@@ -146,7 +150,8 @@ class ReplicaManager:
             except Exception:
                 log.exception("flush of %s-%d failed", p.topic, p.index)
                 continue
-            if p.maybe_advance_high_watermark():
+            moved = p.maybe_advance_high_watermark()
+            if p.mark_durable(p.log.log_end_offset) or moved:
                 self.notify(p)
 
     def close_all(self) -> None:
@@ -168,7 +173,7 @@ def _run_tickets(tickets) -> set:
         try:
             t.run()
         except OSError as e:
-            log.error("fsync of %s-%d failed: %s; its high watermark stays at %d",
-                      p.topic, p.index, e, p.high_watermark)
+            log.error("fsync of %s-%d failed: %s; acks=all writes after offset %d wait for the "
+                      "next attempt", p.topic, p.index, e, p.durable_offset)
             failed.add(p)
     return failed

@@ -159,7 +159,8 @@ class Connection(asyncio.Protocol):
             end = pos + 4 + size
             if end > n:
                 break
-            frame = bytes(buf[pos + 4:end])
+            with memoryview(buf) as view:       # one copy, not two
+                frame = bytes(view[pos + 4:end])
             pos = end
             self._handle_frame(frame)
             if self.closed:
@@ -291,7 +292,8 @@ class Connection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
-        stop = self.paused_for_queue or self.paused_for_writes or self.server.stopping
+        stop = (self.paused_for_queue or self.paused_for_writes or self.close_when_drained
+                or self.server.stopping)
         if stop and not self.stopped_reading:
             self.stopped_reading = True
             self.transport.pause_reading()

@@ -167,6 +167,10 @@ class TopicStore:
         self.topics[name].partitions = count
         self.save()
 
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self.save()
+
     def mark_deleting(self, name: str) -> None:
         self.topics[name].deleting = True
         self.save()

@@ -19,9 +19,10 @@ VISIBILITY_BUCKETS = [(0, 1, "< 1 mile"), (1, 3, "1-3 miles"), (3, 6, "3-6 miles
 def _rollup(cells: DataFrame, *keys) -> DataFrame:
     return (cells.groupBy(*keys).agg(
         F.sum("flights").alias("flights"), F.sum("cancelled").alias("cancelled"),
-        (F.sum("dep_delay_sum") / F.sum("dep_delay_n")).alias("avg_dep_delay"),
-        (F.sum("arr_delay_sum") / F.sum("arr_delay_n")).alias("avg_arr_delay"),
-        (100.0 * F.sum("delayed_15") / F.sum("dep_delay_n")).alias("pct_delayed_15")))
+        # try_divide: a group of cancelled flights only has no delays to average (null, not an error)
+        F.try_divide(F.sum("dep_delay_sum"), F.sum("dep_delay_n")).alias("avg_dep_delay"),
+        F.try_divide(F.sum("arr_delay_sum"), F.sum("arr_delay_n")).alias("avg_arr_delay"),
+        F.try_divide(100.0 * F.sum("delayed_15"), F.sum("dep_delay_n")).alias("pct_delayed_15")))
 
 
 @dataclass

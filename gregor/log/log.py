@@ -2,8 +2,9 @@
 
 Single-threaded by design: the broker calls it from its one asyncio thread, so appends and
 reads never race (reads use pread below the segment's size, which only moves after a write
-returned). The only other thread is the one that fsyncs a rolled segment off the request path;
-it works on duplicated file descriptors and touches nothing but the recovery point.
+returned). fsyncs may run on other threads through SyncTickets (flush.py): a rolled segment is
+flushed by a daemon thread, and a caller may run its own tickets in an executor; tickets work
+on duplicated file descriptors and touch nothing but the recovery point.
 
 Durability (see config.py):
 - default (flush.messages = flush.ms = Long.MAX): no fsync on append; the page cache writes the
@@ -13,7 +14,9 @@ Durability (see config.py):
 - log.flush.policy "group": append() never fsyncs; the broker appends a whole batch of requests,
   calls `sync()` once per dirty log (one fsync covers every append since the previous sync),
   then answers them. With flush.messages = 1 that acknowledges only fsynced data, at the cost of
-  one fsync per request batch instead of one per append.
+  one fsync per request batch instead of one per append. `begin_sync()` / `ticket.run()` /
+  `finish_sync()` split the same work so that the fsync runs off the event loop;
+- `flush()` fsyncs everything now, whatever the policy (the broker's own group commit).
 
 High watermark and last stable offset are kept by the caller (pass max_offset to read()).
 """
@@ -49,7 +52,7 @@ class AppendOffsetError(ValueError):
     """A replicated append (assign_offsets=False) whose offsets do not continue the log."""
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class AppendInfo:
     base_offset: int
     last_offset: int
@@ -228,7 +231,8 @@ class Log:
                 h.max_timestamp = now
                 h.attributes |= TIMESTAMP_TYPE_BIT
         staged = producers.stage(headers, validate=assign_offsets)
-        max_ts = max(h.max_timestamp for h in headers)
+        max_ts = (headers[0].max_timestamp if len(headers) == 1
+                  else max(h.max_timestamp for h in headers))
         try:
             seg = self._maybe_roll(len(buf), next_offset - 1, max_ts, now)
             seg.append(buf, headers, offsets_in_buf=in_place)
@@ -445,10 +449,12 @@ class Log:
 
     def apply_retention(self, now_ms: int | None = None, *,
                         high_watermark: int | None = None) -> int:
-        """Delete old segments by retention.ms, retention.bytes and the log start offset.
-        Never deletes data at or above high_watermark when given. Returns segments deleted."""
+        """Delete old segments by retention.ms, retention.bytes and the log start offset, and
+        forget producers idle past producer.id.expiration.ms. Never deletes data at or above
+        high_watermark when given. Returns the number of segments deleted."""
         now = self._clock() if now_ms is None else now_ms
         cfg = self.config
+        self._producers.remove_expired(now, cfg.producer_id_expiration_ms)
         hw = self.log_end_offset if high_watermark is None else high_watermark
         deletable: list[Segment] = []
         candidates = [s for s in self.segments if s.size > 0 and s.next_offset <= hw]

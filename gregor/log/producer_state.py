@@ -221,6 +221,15 @@ class ProducerStateManager:
             entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id)
         self._apply(h, entry)
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers whose last batch is older than expiration_ms and that have no open
+        transaction (Kafka's producer.id.expiration.ms); returns their ids."""
+        expired = [pid for pid, e in self.producers.items()
+                   if e.txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return expired
+
     def clear(self) -> None:
         self.producers.clear()
 

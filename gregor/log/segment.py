@@ -33,21 +33,27 @@ _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 102
 _BASE_OFFSET = struct.Struct(">q")
 
 
-def _pwrite_all(fd: int, parts: list, at: int) -> None:
-    """Write the buffers back to back at byte `at`, resuming after short writes."""
-    i = 0
-    while i < len(parts):
-        group = parts[i:i + _IOV_MAX]
-        want = sum(len(p) for p in group)
-        done = os.pwritev(fd, group, at) if len(group) > 1 else os.pwrite(fd, group[0], at)
-        if done < want:                  # short write (rare on files): finish it byte-wise
-            rest = memoryview(b"".join(bytes(p) for p in group))[done:]
-            while len(rest):
-                n = os.pwrite(fd, rest, at + done)
-                done += n
-                rest = rest[n:]
-        at += want
-        i += len(group)
+def _pwrite_all(fd: int, parts: list, at: int, total: int) -> None:
+    """Write the buffers (total bytes together) back to back at byte `at`."""
+    if len(parts) == 1:
+        done = os.pwrite(fd, parts[0], at)
+    elif len(parts) <= _IOV_MAX:
+        done = os.pwritev(fd, parts, at)
+    else:
+        done = 0
+        for i in range(0, len(parts), _IOV_MAX):
+            group = parts[i:i + _IOV_MAX]
+            want = sum(len(p) for p in group)
+            n = os.pwritev(fd, group, at + done)
+            done += n
+            if n < want:
+                break
+    if done < total:                     # short write (rare on files): finish it plainly
+        rest = memoryview(b"".join(bytes(p) for p in parts))[done:]
+        while len(rest):
+            n = os.pwrite(fd, rest, at + done)
+            done += n
+            rest = rest[n:]
 
 
 def segment_name(base_offset: int) -> str:
@@ -239,26 +245,30 @@ class Segment:
         place on the way out, so an immutable bytes buffer is never copied."""
         # write first: if the disk fails, nothing in memory has moved and the next append
         # overwrites whatever part of this one reached the file
+        total = len(buf)
         if offsets_in_buf:
-            _pwrite_all(self.fd, [memoryview(buf)], self.size)
+            _pwrite_all(self.fd, [buf], self.size, total)
         else:
             view, parts, at = memoryview(buf), [], 0
             for h in headers:
+                size = h.batch_length + LOG_OVERHEAD
                 parts.append(_BASE_OFFSET.pack(h.base_offset))
-                parts.append(view[at + 8:at + h.size])
-                at += h.size
-            _pwrite_all(self.fd, parts, self.size)
+                parts.append(view[at + 8:at + size])
+                at += size
+            _pwrite_all(self.fd, parts, self.size, total)
         pos = self.size
         interval = self.index_interval
         for h in headers:
-            if self.bytes_since_index >= interval and pos > 0 and not self.index_full():
+            size = h.batch_length + LOG_OVERHEAD
+            if (self.bytes_since_index >= interval and pos > 0
+                    and len(self.offset_index.rel_offsets) < self.max_index_entries):
                 self._add_index_entry(h.base_offset, pos, self.max_timestamp)
                 self.bytes_since_index = 0
-            self.bytes_since_index += h.size
+            self.bytes_since_index += size
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp = h.max_timestamp
-            pos += h.size
-        if self.size == 0 and headers:
+            pos += size
+        if self.size == 0:
             self.first_batch_timestamp = headers[0].max_timestamp
         self.size += len(buf)
         self.next_offset = headers[-1].base_offset + headers[-1].last_offset_delta + 1

@@ -90,7 +90,9 @@ def codec_name(codec: int) -> str:
 
 def compress(codec: int, data, level: int | None = None, *,
              legacy_lz4_checksum: bool = False) -> bytes:
-    """Compress data with the codec (an id; see codec_id for names)."""
+    """Compress data with the codec (an id, or a name such as "lz4")."""
+    if not isinstance(codec, int):
+        codec = codec_id(codec)
     if codec == NONE:
         return bytes(data)
     if codec == GZIP:
@@ -111,6 +113,8 @@ def compress(codec: int, data, level: int | None = None, *,
 def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED, *,
                lenient_lz4_checksum: bool = False) -> bytes:
     """Decompress data; raises DecodeError for corrupt input or output larger than max_size."""
+    if not isinstance(codec, int):
+        codec = codec_id(codec)
     if codec == NONE:
         if len(data) > max_size:
             raise _too_big(max_size)

@@ -205,3 +205,29 @@ def test_api_versions_table(tmp_path):
         from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
         assert infer_broker_version_from_api_versions(table) >= (1, 0)
     run_broker(tmp_path, s)
+
+
+def test_alter_configs_replaces_topic_settings_and_applies_them(tmp_path):
+    async def s(b):
+        await create(b, "t", configs={"retention.ms": 1000, "max.message.bytes": 100000})
+
+        async def alter(configs, name="t", rtype=2, validate_only=False):
+            r = await call(b, "AlterConfigs", 1, {"resources": [{
+                "resource_type": rtype, "resource_name": name,
+                "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
+                "validate_only": validate_only})
+            return r["responses"][0]["error_code"]
+
+        assert await alter({"max.message.bytes": "200"}, validate_only=True) == 0
+        assert b.topic_config("t")["max.message.bytes"] == 100000
+        assert await alter({"max.message.bytes": "200"}) == 0
+        cfg = b.topic_config("t")
+        assert cfg["max.message.bytes"] == 200 and cfg["retention.ms"] == 7 * 24 * 3600 * 1000
+        r = await call(b, "Produce", 8, produce_body("t", batch(b"x" * 500)))
+        assert r["responses"][0]["partition_responses"][0]["error_code"] == \
+            ErrorCode.MESSAGE_TOO_LARGE
+        assert b.replica_manager.get("t", 0).log.config.max_message_bytes == 200
+        assert await alter({"nonsense": "1"}) == ErrorCode.INVALID_CONFIG
+        assert await alter({}, name="missing") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert await alter({}, name="0", rtype=4) == ErrorCode.INVALID_REQUEST
+    run_broker(tmp_path, s)

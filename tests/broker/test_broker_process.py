@@ -23,13 +23,14 @@ def _create(c, name, partitions=1, configs=None):
 def _fetch_all(c, topic, partition=0, expect=1):
     """Values from offset 0; acks=1 data becomes visible once the group commit ran, so
     long-poll (bounded) until at least `expect` records are there."""
-    for _ in range(20):
+    for _ in range(100):
         f = fresp(c.request("Fetch", 11, fetch_body(topic, 0, partition=partition,
                                                     max_wait_ms=500)))
         assert f["error_code"] == 0, f
         values = values_of(f["records"])
         if len(values) >= expect:
             break
+        time.sleep(0.05)
     return values
 
 

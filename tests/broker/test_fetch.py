@@ -138,3 +138,15 @@ def test_old_fetch_versions_get_legacy_message_sets(tmp_path):
             assert [m.value for m in msgs] == [b"a", b"b"]
             assert {m.magic for m in msgs} == {magic}
     run_broker(tmp_path, s)
+
+
+def test_zstd_batches_cannot_be_down_converted(tmp_path):
+    async def s(b):
+        await create(b, "z")
+        await call(b, "Produce", 8, produce_body("z", batch(b"a", compression=4)))
+        await committed(b)
+        f = fresp(await call(b, "Fetch", 3, fetch_body("z", 0)))
+        assert f["error_code"] == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE and f["records"] == b""
+        f = fresp(await call(b, "Fetch", 4, fetch_body("z", 0)))
+        assert f["error_code"] == 0 and values_of(f["records"]) == [b"a"]
+    run_broker(tmp_path, s)

@@ -82,7 +82,7 @@ def test_acks_all_waits_in_the_purgatory_for_the_high_watermark(tmp_path):
     async def s(b):
         await create(b, "t")
         fut = start_call(b, "Produce", 8, produce_body("t", batch(b"a"), acks=-1))
-        # fsync before commit: the HW moves at the end of this loop iteration, not yet
+        # acks=all waits for the group commit's fsync, which has not run yet
         assert isinstance(fut, asyncio.Future) and not fut.done()
         assert b.replica_manager.produce_purgatory.delayed() == 1
         resp = await fut
@@ -98,7 +98,19 @@ def test_acks_all_without_fsync_completes_through_the_same_path(tmp_path):
         resp = await call(b, "Produce", 8, produce_body("t", batch(b"a"), acks=-1))
         assert presp(resp)["error_code"] == 0
         assert b.replica_manager.get("t", 0).high_watermark == 1
-    run_broker(tmp_path, s, **{"gregor.fsync.before.commit": "false"})
+    run_broker(tmp_path, s, **{"gregor.fsync.acks.all": "false"})
+
+
+def test_acks1_records_are_visible_before_the_fsync(tmp_path):
+    async def s(b):
+        await create(b, "t")
+        p = b.replica_manager.get("t", 0)
+        p.mark_durable = lambda offset: False                   # no fsync ever completes
+        r = presp(await call(b, "Produce", 8, produce_body("t", batch(b"a"), acks=1)))
+        assert r["error_code"] == 0 and p.high_watermark == 1
+        f = fresp(await call(b, "Fetch", 11, fetch_body("t", 0)))
+        assert values_of(f["records"]) == [b"a"]
+    run_broker(tmp_path, s)
 
 
 def test_not_enough_replicas_refuses_before_appending(tmp_path):
@@ -129,7 +141,7 @@ def test_request_timed_out_when_the_high_watermark_never_comes(tmp_path):
     async def s(b):
         await create(b, "t")
         p = b.replica_manager.get("t", 0)
-        p.maybe_advance_high_watermark = lambda: False          # a stuck commit
+        p.mark_durable = lambda offset: False                   # an fsync that never ends
         r = presp(await call(b, "Produce", 8, produce_body("t", batch(b"a"), acks=-1,
                                                            timeout_ms=50)))
         assert r["error_code"] == ErrorCode.REQUEST_TIMED_OUT

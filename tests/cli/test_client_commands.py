@@ -90,8 +90,12 @@ def test_topics_lifecycle(cli_broker):
     desc = run(["topics", "describe", t] + b).output
     assert f"Topic: {t}" in desc and "PartitionCount: 3" in desc
     assert "retention.ms=3600000" in desc
-    run(["topics", "alter", t, "--partitions", "5"] + b)
-    assert "PartitionCount: 5" in run(["topics", "describe", t] + b).output
+    run(["topics", "alter", t, "--partitions", "5", "--config", "segment.bytes=2000000"] + b)
+    desc = run(["topics", "describe", t] + b).output
+    assert "PartitionCount: 5" in desc and "segment.bytes=2000000" in desc
+    assert "retention.ms=3600000" in desc
+    nothing = run(["topics", "alter", t] + b, ok=False)
+    assert nothing.exit_code == 2 and "nothing to alter" in nothing.output
     missing = run(["topics", "describe", "no-such-topic-x"] + b, ok=False)
     assert missing.exit_code == 1 and "no-such-topic-x" in missing.output
     assert f"Deleted topic {t}." in run(["topics", "delete", t] + b).output
@@ -135,6 +139,9 @@ def test_consume_unknown_partition_is_an_error(cli_broker):
     run(["topics", "create", t] + b)
     r = run(["consume", t, "--partition", "7", "--max-messages", "1"] + b, ok=False)
     assert r.exit_code == 1 and "no [7]" in r.output
+    r = run(["consume", "no-such-topic-y", "--max-messages", "1"] + b, ok=False)
+    assert r.exit_code == 1 and "no-such-topic-y" in r.output
+    assert "no-such-topic-y" not in run(["topics", "list"] + b).output  # not auto-created
 
 
 @needs_broker

@@ -7,7 +7,7 @@ import pytest
 
 from gregor import AdminClient
 from gregor.client.admin import NewTopic
-from gregor.protocol.errors import (TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+from gregor.protocol.errors import (InvalidConfigurationError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
                                     UnsupportedVersionError)
 
 pytestmark = pytest.mark.interop
@@ -75,6 +75,11 @@ def test_configs_round_trip(admin):
     configs = admin.describe_configs([t])[t]
     assert configs["segment.bytes"].value == "1048576"
     assert configs["retention.ms"].value == "123456"  # merged, not replaced
+    admin.alter_configs({t: {"retention.ms": None}})  # None: back to the default
+    configs = admin.describe_configs([t])[t]
+    assert configs["retention.ms"].is_default and configs["segment.bytes"].value == "1048576"
+    with pytest.raises(InvalidConfigurationError, match="no.such.config"):
+        admin.alter_configs({t: {"no.such.config": "1"}})
 
 
 def test_list_offsets_and_cluster(admin, client_broker):

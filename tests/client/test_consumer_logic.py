@@ -190,3 +190,41 @@ def test_misuse_is_reported_clearly():
     assert net.closed
     with pytest.raises(ClientError, match="closed"):
         c.poll(0)
+
+
+def test_zero_timeout_polls_make_progress_without_blocking():
+    c, net = make(**{"auto.offset.reset": "earliest"})
+    net.append("t", 0, [b"a", b"b"])
+    c.assign([("t", 0)])
+    got = []
+    for _ in range(10):  # reset (ListOffsets), then fetch, then records: a few rounds
+        got += c.poll(0)
+    assert [r.value for r in got] == [b"a", b"b"]
+    kinds = [r.api_name for r in net.sent]
+    assert kinds[0] == "ListOffsets" and "Fetch" in kinds
+
+
+def test_seek_during_a_pending_reset_wins():
+    c, net = make(**{"auto.offset.reset": "latest"})
+    net.append("t", 0, [b"a", b"b", b"c"])
+    c.assign([("t", 0)])
+    c._send_resets()           # the latest-offset lookup is now in flight
+    c.seek("t", 0, 1)          # ... and the user seeks before it answers
+    assert [r.offset for r in drain(c)] == [1, 2]
+
+
+def test_marker_only_fetch_moves_the_position_and_shows_in_poll_batches():
+    from gregor.protocol.records.batch import encode_control_batch
+    c, net = make()
+    net.append("t", 0, [b"a"])
+    net.logs[("t", 0)].append(encode_control_batch(True, producer_id=3, producer_epoch=0,
+                                                   base_offset=1))
+    c.assign([("t", 0, 1)])
+    chunks = []
+    for _ in range(10):
+        chunks += c.poll_batches(0.002)
+    assert chunks and all(len(ch) == 0 for ch in chunks)
+    assert chunks[0].next_offset == 2 and c.position("t", 0) == 2
+    c.seek("t", 0, 1)
+    assert c.poll(0.05) == []          # poll() waits out its timeout instead of returning early
+    assert c.position("t", 0) == 2

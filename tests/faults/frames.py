@@ -12,6 +12,9 @@ import socket
 import struct
 import time
 
+import gzip
+import zlib
+
 import crc32c
 
 
@@ -39,18 +42,101 @@ def frame(api_key: int, version: int, correlation_id: int, body: bytes,
     return i32(len(req)) + req
 
 
-def record_batch(values: list[bytes], base_ts: int = 1_700_000_000_000) -> bytes:
-    """An uncompressed magic-2 batch of keyless records, one ms apart."""
-    recs = b""
+def records_section(values: list[bytes]) -> bytes:
+    """The records of a magic-2 batch, keyless, offset and timestamp deltas = index."""
+    out = b""
     for i, v in enumerate(values):
         body = (i8(0) + varint(i) + varint(i) + varint(-1) + varint(len(v)) + v + varint(0))
-        recs += varint(len(body)) + body
-    n = len(values)
-    after_crc = (i16(0) + i32(n - 1) + i64(base_ts) + i64(base_ts + n - 1) + i64(-1) + i16(-1)
-                 + i32(-1) + i32(n) + recs)
+        out += varint(len(body)) + body
+    return out
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """Kafka's codecs: 1 gzip, 2 snappy (raw block; brokers also take snappy-java framing),
+    3 lz4 (frame format), 4 zstd (frame)."""
+    if codec == 0:
+        return data
+    if codec == 1:
+        return gzip.compress(data)
+    if codec == 2:
+        import cramjam
+        return bytes(cramjam.snappy.compress_raw(data))
+    if codec == 3:
+        import lz4.frame
+        return lz4.frame.compress(data)
+    if codec == 4:
+        import zstandard
+        return zstandard.ZstdCompressor().compress(data)
+    raise ValueError(codec)
+
+
+def raw_batch(section: bytes, count: int, *, attributes: int = 0,
+              base_ts: int = 1_700_000_000_000) -> bytes:
+    """A magic-2 batch around an arbitrary (already compressed, if any) records section, with a
+    correct CRC: whatever is wrong inside it gets past the CRC check."""
+    after_crc = (i16(attributes) + i32(max(count, 1) - 1) + i64(base_ts)
+                 + i64(base_ts + max(count, 1) - 1) + i64(-1) + i16(-1) + i32(-1) + i32(count)
+                 + section)
     crc = crc32c.crc32c(after_crc)
     tail = i32(-1) + i8(2) + struct.pack(">I", crc) + after_crc  # leader epoch, magic, crc
     return i64(0) + i32(len(tail)) + tail
+
+
+def record_batch(values: list[bytes], codec: int = 0,
+                 base_ts: int = 1_700_000_000_000) -> bytes:
+    """A well-formed magic-2 batch of keyless records, one ms apart."""
+    return raw_batch(compress(codec, records_section(values)), len(values), attributes=codec,
+                     base_ts=base_ts)
+
+
+def crc_valid_hostile_batch(rnd: random.Random) -> bytes:
+    """A batch whose CRC is right but whose inside is not: garbage records (compressed or not),
+    garbage compressed bytes, or a record count that lies."""
+    codec = rnd.randrange(5)
+    values = [rnd.randbytes(rnd.randrange(0, 40)) for _ in range(rnd.randrange(1, 6))]
+    section = bytearray(records_section(values))
+    count = len(values)
+    how = rnd.randrange(4)
+    if how == 0 and section:  # corrupt the records, then compress
+        for _ in range(rnd.randrange(1, 4)):
+            section[rnd.randrange(len(section))] = rnd.randrange(256)
+        packed = compress(codec, bytes(section))
+    elif how == 1:  # absurd varints (lengths, counts) inside a record
+        section[1:1] = rnd.choice([b"\xff\xff\xff\xff\x0f", b"\xfe\xff\xff\xff\x0f",
+                                   b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01"])
+        packed = compress(codec, bytes(section))
+    elif how == 2:  # corrupt the compressed bytes (or, uncompressed, cut them short)
+        packed = bytearray(compress(codec, bytes(section)))
+        if codec and len(packed) > 4:
+            for _ in range(rnd.randrange(1, 4)):
+                packed[rnd.randrange(len(packed))] ^= 1 << rnd.randrange(8)
+        else:
+            del packed[rnd.randrange(len(packed)):]
+        packed = bytes(packed)
+    else:  # a record count that does not match
+        packed = compress(codec, bytes(section))
+        count = rnd.choice([0, count + 1, count + 1000, -1, 0x7FFFFFFF])
+    return raw_batch(packed, count, attributes=codec | rnd.choice([0, 0, 0, 0x10, 0x20]))
+
+
+def decompression_bomb(codec: int, size: int) -> bytes:
+    """A batch whose records section decompresses to `size` zero bytes (never materialised
+    here: compressed in 1 MiB steps)."""
+    chunk = bytes(1 << 20)
+    if codec == 1:
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip container
+        packed = b"".join(c.compress(chunk) for _ in range(size >> 20)) + c.flush()
+    elif codec == 3:
+        import lz4.frame
+        c = lz4.frame.LZ4FrameCompressor()
+        packed = c.begin() + b"".join(c.compress(chunk) for _ in range(size >> 20)) + c.flush()
+    elif codec == 4:
+        import zstandard
+        c = zstandard.ZstdCompressor().compressobj()
+        packed = b"".join(c.compress(chunk) for _ in range(size >> 20)) + c.flush()
+    else:
+        raise ValueError(f"codec {codec} cannot make a bomb")
+    return raw_batch(packed, 1, attributes=codec)
 
 
 # -- request bodies at versions every client-facing broker supports -------------------------
@@ -92,6 +178,8 @@ def seed_frames(topic: str) -> list[bytes]:
     """Well-formed requests the mutations start from."""
     batch = record_batch([b"seed-%d" % i for i in range(5)])
     return [
+        *(produce_v3(20 + codec, topic, 0, record_batch([b"z%d" % i for i in range(4)], codec))
+          for codec in (1, 2, 3, 4)),
         api_versions_v0(1),
         metadata_v1(2),
         metadata_v1(3, [topic]),
@@ -173,6 +261,13 @@ def read_response(s: socket.socket) -> tuple[int, bytes]:
     (size,) = struct.unpack(">i", recv_exact(s, 4))
     data = recv_exact(s, size)
     return struct.unpack(">i", data[:4])[0], data[4:]
+
+
+def produce_v3_error(body: bytes) -> int:
+    """The error code of the first partition in a Produce v3 response body."""
+    (name_len,) = struct.unpack(">h", body[4:6])
+    pos = 6 + name_len + 4 + 4  # topic name, partitions count, partition index
+    return struct.unpack(">h", body[pos:pos + 2])[0]
 
 
 def closed_by_peer(s: socket.socket, timeout: float) -> bool:

@@ -85,6 +85,47 @@ def test_api_versions_at_unknown_version_answers_35_and_keeps_the_connection(fau
         assert corr == 78 and resp[:2] == b"\x00\x00", "the connection did not serve v0 after 35"
 
 
+@pytest.mark.parametrize("codec,size", [(1, 512 << 20), (3, 200 << 20), (4, 1 << 30)],
+                         ids=["gzip-512MiB", "lz4-200MiB", "zstd-1GiB"])
+def test_decompression_bomb_is_rejected_with_bounded_memory(fault_broker, codec, size):
+    """A batch under message.max.bytes whose records section inflates to hundreds of MiB of
+    zeros: rejected (or the connection closed) without the broker holding it all."""
+    b = fault_broker
+    bomb = frames.produce_v3(1, "bombed", 0, frames.decompression_bomb(codec, size))
+    with frames.connect(b.port) as s:
+        s.sendall(frames.create_topics_v0(9, "bombed"))
+        frames.read_response(s)
+    baseline = frames.rss_bytes(b.pid)
+    peak = [baseline]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.wait(0.01):
+            try:
+                peak[0] = max(peak[0], frames.rss_bytes(b.pid))
+            except (OSError, RuntimeError):
+                return
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    try:
+        with frames.connect(b.port, timeout=60) as s:
+            s.sendall(bomb)
+            try:
+                corr, body = frames.read_response(s)
+                error = frames.produce_v3_error(body)
+                assert error in (2, 87), f"a decompression bomb got error {error}, expected " \
+                    "CORRUPT_MESSAGE (2) or INVALID_RECORD (87)"
+            except ConnectionError:
+                pass  # closing the connection is an acceptable answer too
+    finally:
+        stop.set()
+        w.join(5)
+    assert peak[0] - baseline < RSS_GROWTH_LIMIT, (
+        f"broker RSS grew from {baseline >> 20} MiB to {peak[0] >> 20} MiB on a bomb of "
+        f"{size >> 20} MiB")
+    assert_alive(b)
+
+
 def _fuzz_worker(port, seeds, rnd, counters, lock, stop):
     corr = 1000
     while not stop.is_set():
@@ -106,9 +147,13 @@ def _fuzz_worker(port, seeds, rnd, counters, lock, stop):
                 batch.append(rnd.choice(seeds))
             for _ in range(rnd.randrange(1, 8)):
                 r = rnd.random()
-                if r < 0.03:
+                if r < 0.25:  # gets past the CRC check: the record validation must hold
+                    batch.append(frames.produce_v3(corr, "fuzzed", 0,
+                                                   frames.crc_valid_hostile_batch(rnd),
+                                                   acks=rnd.choice([0, 1, -1])))
+                elif r < 0.28:
                     batch.append(frames.HTTP_GET)
-                elif r < 0.06:
+                elif r < 0.31:
                     batch.append(frames.i32(-rnd.randrange(1, 1 << 31)) + rnd.randbytes(8))
                 else:
                     batch.append(frames.mutate(rnd, rnd.choice(seeds)))
@@ -134,9 +179,10 @@ def test_fuzz_ten_thousand_hostile_frames_then_a_real_client_works(fault_broker,
     with frames.connect(b.port) as s:  # make the topic exist; warm up
         s.sendall(frames.create_topics_v0(1, topic))
         frames.read_response(s)
-        for f in seeds[:4]:
+        for f in seeds[:4]:  # one well-formed batch per codec: all accepted
             s.sendall(f)
-            frames.read_response(s)
+            _, body = frames.read_response(s)
+            assert frames.produce_v3_error(body) == 0, f"seed produce error {body.hex()}"
     baseline = frames.rss_bytes(b.pid)
     peak = [baseline]
     stop = threading.Event()

@@ -194,3 +194,19 @@ def test_consumer_with_tiny_fetch_limits_still_progresses(admin, target, topic_n
     finally:
         c.close()
     assert got == [(i, r.key, r.value) for i, r in enumerate(recs)]
+
+
+def test_cluster_metadata_as_clients_see_it(admin, target, topic_name):
+    """One broker (the one we talk to, at the address we used), a controller, a cluster id,
+    and every partition led by that broker with it as the only replica and ISR."""
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=TIMEOUT_S)
+    md = admin.list_topics(timeout=TIMEOUT_S)
+    assert len(md.brokers) == 1, md.brokers
+    (broker,) = md.brokers.values()
+    assert f"{broker.host}:{broker.port}" == target.bootstrap
+    assert md.controller_id == broker.id
+    assert md.cluster_id, "empty cluster id"
+    t = md.topics[topic_name]
+    assert sorted(t.partitions) == [0, 1, 2]
+    for p in t.partitions.values():
+        assert (p.leader, p.replicas, p.isrs, p.error) == (broker.id, [broker.id], [broker.id], None)

@@ -187,3 +187,12 @@ def test_failed_write_raises_storage_error_and_leaves_the_log_consistent(log, mo
     assert log.log_end_offset == 1
     log.append(make_batch(1, tag=3))
     assert [h.base_offset for _, h in iter_headers(read_all(log))] == [0, 1]
+
+
+def test_more_batches_in_one_append_than_one_pwritev_takes(log):
+    data = b"".join(make_batch(1, 3, tag=i) for i in range(700))    # 1400 buffers > IOV_MAX
+    info = log.append(data)
+    assert (info.base_offset, info.last_offset) == (0, 699)
+    stored = read_all(log)
+    assert [h.base_offset for _, h in iter_headers(stored)] == list(range(700))
+    assert all(crc_ok(stored, pos, h) for pos, h in iter_headers(stored))

@@ -59,3 +59,7 @@ def test_with_overrides_keeps_the_rest():
     c = base.with_overrides({"retention.ms": 99})
     assert c.retention_ms == 99
     assert c.segment_bytes == 5000
+
+
+def test_none_values_keep_the_default():
+    assert LogConfig.from_dict({"retention.ms": None}).retention_ms == LogConfig().retention_ms

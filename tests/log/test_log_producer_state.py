@@ -158,3 +158,12 @@ def test_corrupt_snapshot_is_ignored_and_removed(tmp_path):
     assert not os.path.exists(path)
     (tmp_path / f"{5:020d}.snapshot").write_bytes(b"GPS1")     # truncated
     assert m.load_latest_snapshot(100) is None and len(m) == 0
+
+
+def test_idle_producers_expire_unless_a_transaction_is_open(tmp_path):
+    m = ProducerStateManager(str(tmp_path))
+    m.commit(m.stage([hdr(1, 0, 0, ts=1_000)], validate=True))
+    m.commit(m.stage([hdr(2, 0, 0, ts=1_000, attributes=TRANSACTIONAL_BIT)], validate=True))
+    m.commit(m.stage([hdr(3, 0, 0, ts=5_000)], validate=True))
+    assert m.remove_expired(now_ms=6_000, expiration_ms=4_000) == [1]
+    assert 1 not in m and 2 in m and 3 in m

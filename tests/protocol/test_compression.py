@@ -37,6 +37,7 @@ def test_round_trip_property(codec, chunk, repeat):
 def test_codec_ids():
     assert [codec_id(n) for n in ("none", "gzip", "snappy", "lz4", "zstd")] == [0, 1, 2, 3, 4]
     assert codec_id("LZ4") == 3 and codec_id(None) == 0 and codec_id(4) == 4
+    assert decompress("zstd", compress("zstd", b"by name")) == b"by name"
     with pytest.raises(ValueError, match="unknown compression"):
         codec_id("brotli")
     with pytest.raises(ValueError):

@@ -116,7 +116,12 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
             remaining -= len(data)
             total += len(data)
             if legacy_magic is not None:
-                data = _down_convert(data, legacy_magic, f)
+                try:
+                    data = _down_convert(data, legacy_magic, f)
+                except KafkaError as e:     # zstd cannot be expressed in magic 0/1
+                    out["error_code"] = e.code
+                    errors = True
+                    continue
             out["records"] = data
     body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
             "responses": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
@@ -127,6 +132,8 @@ def _down_convert(data: bytes, magic: int, f: PartitionFetch) -> bytes:
     from ...protocol.records import legacy
     try:
         return legacy.down_convert(data, magic)
+    except KafkaError:
+        raise
     except Exception:
         log.exception("down-converting %s-%d at offset %d to magic %d failed", f.topic,
                       f.partition, f.offset, magic)

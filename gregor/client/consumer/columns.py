@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from ...protocol.errors import CorruptMessageError
 from ...protocol.primitives import DecodeError
+from .vector_decode import decode_columns
 from ...protocol.records.header import (
     CONTROL_BIT, HEADER_SIZE, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, crc_ok, entry_size,
     parse_header, peek_magic,
@@ -95,23 +98,36 @@ class PartitionRecords:
         return head
 
     def to_arrow(self):
-        """A pyarrow.RecordBatch with Spark's Kafka source columns: key, value, topic,
-        partition, offset, timestamp (ms), timestampType, headers (list of key/value)."""
+        """A pyarrow.RecordBatch with Spark's Kafka source columns: key, value, topic
+        (dictionary-encoded), partition, offset, timestamp (ms), timestampType, headers (list of
+        key/value structs). Built from the columns without per-record Python objects."""
+        import numpy as np
         import pyarrow as pa
 
         n = len(self)
-        header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-        headers = [[{"key": k, "value": v} for k, v in h] if h else [] for h in self.headers]
+        fields = [("key", pa.string()), ("value", pa.binary())]
+        # Headers flattened into one struct array plus list offsets.
+        ends, hkeys, hvals = [0], [], []
+        for h in self.headers:
+            if h:
+                for k, v in h:
+                    hkeys.append(k)
+                    hvals.append(v)
+            ends.append(len(hkeys))
+        header_structs = pa.StructArray.from_arrays(
+            [pa.array(hkeys, pa.string()), pa.array(hvals, pa.binary())],
+            fields=[pa.field(*f) for f in fields])
+        headers = pa.ListArray.from_arrays(pa.array(ends, pa.int32()), header_structs)
         return pa.RecordBatch.from_arrays([
             pa.array(self.keys, pa.binary()),
             pa.array(self.values, pa.binary()),
-            pa.array([self.topic] * n, pa.string()).dictionary_encode()
-            if n else pa.array([], pa.string()),
-            pa.array([self.partition] * n, pa.int32()),
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
+                                           pa.array([self.topic], pa.string())),
+            pa.array(np.full(n, self.partition, np.int32)),
             pa.array(self.offsets, pa.int64()),
             pa.array(self.timestamps, pa.int64()),
             pa.array(self.timestamp_types, pa.int32()),
-            pa.array(headers, header_type),
+            headers,
         ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
                   "headers"])
 
@@ -160,16 +176,25 @@ def _decode_v2_records(data: bytes, pos, end, count, base_offset, base_ts, ts_ty
         else:
             length, pos = varint(data, pos)
         start = pos
-        b = data[pos + 1]  # after the attributes byte (unused in v2 records)
+        pos += 1  # attributes (unused in v2 records)
+        b = data[pos]
         if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
             ts_delta = (b >> 1) ^ -(b & 1)
             pos += 2
         else:
-            ts_delta, pos = varint(data, pos + 1)
+            ts_delta, pos = varint(data, pos)
         b = data[pos]
         if b < 0x80:
             off_delta = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            off_delta = (b >> 1) ^ -(b & 1)
+            pos += 2
         else:
             off_delta, pos = varint(data, pos)
         b = data[pos]
@@ -263,29 +288,79 @@ class AbortedTransactions:
         return h.is_transactional and h.producer_id in self.active
 
 
+def _append_vectorised(batches: list, min_offset: int, out: PartitionRecords) -> bool:
+    """Decode every data batch of a fetch in one numpy pass; False to use the loop instead.
+    batches: [(header, body bytes, timestamp type)]."""
+    cols = decode_columns([b for _, b, _ in batches], [h.records_count for h, _, _ in batches])
+    if cols is None:
+        return False
+    off_delta, ts_delta, keys, values = cols
+    counts = [h.records_count for h, _, _ in batches]
+    base_offsets = np.repeat(np.array([h.base_offset for h, _, _ in batches], np.int64), counts)
+    offsets = off_delta + base_offsets
+    append_time = [tt == LOG_APPEND_TIME for _, _, tt in batches]
+    ts_base = np.repeat(np.array([h.base_timestamp for h, _, _ in batches], np.int64), counts)
+    timestamps = ts_delta + ts_base
+    if any(append_time):
+        fixed = np.repeat(np.array([h.max_timestamp for h, _, _ in batches], np.int64), counts)
+        timestamps = np.where(np.repeat(np.array(append_time), counts), fixed, timestamps)
+    types = np.repeat(np.array([tt for _, _, tt in batches], np.int32), counts)
+    epochs = np.repeat(np.array([h.partition_leader_epoch for h, _, _ in batches], np.int64),
+                       counts)
+    if int(offsets.min()) < min_offset:
+        keep = offsets >= min_offset
+        offsets, timestamps, types, epochs = (offsets[keep], timestamps[keep], types[keep],
+                                              epochs[keep])
+        idx = np.flatnonzero(keep).tolist()
+        keys = [keys[i] for i in idx]
+        values = [values[i] for i in idx]
+    n = len(keys)
+    out.offsets.extend(offsets.tolist())
+    out.timestamps.extend(timestamps.tolist())
+    out.timestamp_types.extend(types.tolist())
+    out.leader_epochs.extend(epochs.tolist())
+    out.keys.extend(keys)
+    out.values.extend(values)
+    out.headers.extend([[] for _ in range(n)])
+    return True
+
+
 def decode_partition(data, topic: str, partition: int, fetch_offset: int, *,
                      check_crcs: bool = True, aborted: list | None = None,
                      read_committed: bool = False) -> PartitionRecords:
     """Decode a partition's fetched bytes into columns, skipping records below fetch_offset,
     control batches and (read_committed) aborted transactions. next_offset is set past the
     last complete batch, so a fetch continues after filtered batches too."""
-    from ...protocol import compression  # imported late: only needed for compressed batches
-
     out = PartitionRecords(topic, partition)
     out.next_offset = fetch_offset
     if not data:
         return out
+    batches = _data_batches(data, topic, partition, fetch_offset, check_crcs,
+                            AbortedTransactions(aborted) if read_committed else None, out)
+    if any(b[0] is None for b in batches):  # legacy message sets: keep them in order
+        _append_in_order(batches, topic, partition, fetch_offset, out)
+    elif batches and not _append_vectorised(batches, fetch_offset, out):
+        _append_in_order(batches, topic, partition, fetch_offset, out)
+    return out
+
+
+def _data_batches(data, topic, partition, fetch_offset, check_crcs, filt,
+                  out: PartitionRecords) -> list:
+    """The batches whose records the caller wants, as (header, body bytes, timestamp type);
+    legacy entries as (None, entry bytes, None). Moves out.next_offset past every complete
+    batch, including skipped ones."""
+    from ...protocol import compression  # imported late: only needed for compressed batches
+
     mv = memoryview(data)
     n = len(mv)
     pos = 0
-    filt = AbortedTransactions(aborted) if read_committed else None
+    batches = []
     while True:
         size = entry_size(mv, pos)
         if size is None or pos + size > n:
             break  # a partial batch at the end of a fetch is normal: the next fetch gets it
-        magic = peek_magic(mv, pos)
-        if magic < 2:
-            _decode_legacy(mv[pos:pos + size], fetch_offset, out)
+        if peek_magic(mv, pos) < 2:
+            batches.append((None, bytes(mv[pos:pos + size]), None))
             pos += size
             continue
         h = parse_header(mv, pos)
@@ -294,30 +369,37 @@ def decode_partition(data, topic: str, partition: int, fetch_offset: int, *,
                 f"record batch at offset {h.base_offset} of {topic}-{partition} fails its CRC "
                 "(corrupt on the broker or on the wire)")
         next_off = h.last_offset + 1
+        out.next_offset = max(out.next_offset, next_off)
         if (filt is not None and filt.skip(h)) or h.attributes & CONTROL_BIT or \
                 next_off <= fetch_offset:
-            out.next_offset = max(out.next_offset, next_off)
             pos += size
             continue
         body_start, body_end = pos + HEADER_SIZE, pos + size
-        codec = h.compression
-        if codec:
-            body = compression.decompress(codec, mv[body_start:body_end], MAX_DECOMPRESSED)
-            bpos, bend = 0, len(body)
+        if h.compression:
+            body = compression.decompress(h.compression, mv[body_start:body_end],
+                                          MAX_DECOMPRESSED)
+            body = bytes(body) if not isinstance(body, bytes) else body
         else:
             # One copy of the batch body makes every key/value slice a plain bytes object.
-            body, bpos, bend = bytes(mv[body_start:body_end]), 0, body_end - body_start
+            body = bytes(mv[body_start:body_end])
         ts_type = LOG_APPEND_TIME if h.attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
+        batches.append((h, body, ts_type))
+        pos += size
+    return batches
+
+
+def _append_in_order(batches, topic, partition, fetch_offset, out: PartitionRecords) -> None:
+    for h, body, ts_type in batches:
+        if h is None:
+            _decode_legacy(body, fetch_offset, out)
+            continue
         try:
-            _decode_v2_records(body, bpos, bend, h.records_count, h.base_offset,
+            _decode_v2_records(body, 0, len(body), h.records_count, h.base_offset,
                                h.base_timestamp, ts_type, h.max_timestamp, fetch_offset, out,
                                h.partition_leader_epoch)
         except (IndexError, DecodeError) as e:
             raise CorruptRecordError(f"record batch at offset {h.base_offset} of "
                                      f"{topic}-{partition} does not parse: {e}") from None
-        out.next_offset = max(out.next_offset, next_off)
-        pos += size
-    return out
 
 
 def _decode_legacy(entry, fetch_offset: int, out: PartitionRecords) -> None:

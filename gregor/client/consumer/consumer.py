@@ -277,16 +277,23 @@ class Consumer:
         """Records fetched from the assigned partitions, waiting up to timeout seconds for
         some; at most max.poll.records (or max_records) of them."""
         limit = max_records or self.config["max.poll.records"]
-        out: list[ConsumerRecord] = []
-        for pr in self._poll_columns(timeout, limit):
-            out.extend(self._deserialize(pr.records()))
-        return out
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            out: list[ConsumerRecord] = []
+            for pr in self._poll_columns(deadline - time.monotonic(), limit):
+                out.extend(self._deserialize(pr.records()))
+            # Empty chunks (only transaction markers were read) move positions but are no
+            # reason to return early.
+            if out or time.monotonic() >= deadline:
+                return out
 
     def poll_batches(self, timeout: float = 1.0,
                      max_records: int | None = None) -> list[PartitionRecords]:
         """Like poll() but returns one PartitionRecords (columns: offsets, timestamps, keys,
         values, headers; `.to_arrow()`) per partition, and everything buffered unless
-        max_records is given. Deserializers are not applied: bulk readers get raw bytes."""
+        max_records is given. Deserializers are not applied: bulk readers get raw bytes.
+        A chunk may be empty when a fetch held only transaction markers or aborted data: its
+        next_offset still says where the partition's position moved to."""
         return self._poll_columns(timeout, max_records or float("inf"))
 
     def _poll_columns(self, timeout: float, limit) -> list[PartitionRecords]:
@@ -469,10 +476,10 @@ class Consumer:
                     pr.high_watermark = st.high_watermark
                     pr.last_stable_offset = st.last_stable_offset
                     pr.log_start_offset = st.log_start_offset
-                    if len(pr):
+                    if len(pr) or pr.next_offset > fetch_offset:
+                        # (empty but advanced: only markers / aborted data; bulk readers see
+                        # the new position through the empty chunk)
                         self._buffer.append((pr, fetch_offset))
-                    elif pr.next_offset > fetch_offset:
-                        st.position = pr.next_offset  # only control/aborted/older batches
                     elif data and len(data) >= self.config["max.partition.fetch.bytes"]:
                         self._pending_error = error_for_code(
                             ErrorCode.MESSAGE_TOO_LARGE,

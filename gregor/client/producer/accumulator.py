@@ -68,16 +68,27 @@ class RecordAccumulator:
         """The partition's deque (call with the lock held)."""
         parts = self.topics.get(topic)
         if parts is None or partition >= len(parts):
-            grown = list(parts or [])
-            grown.extend([None] * (partition + 1 - len(grown)))
-            parts = self.topics[topic] = grown
-            opened = list(self.open.get(topic) or [])
-            opened.extend([None] * (partition + 1 - len(opened)))
-            self.open[topic] = opened
+            self._grow(topic, partition + 1)
+            parts = self.topics[topic]
         dq = parts[partition]
         if dq is None:
             dq = parts[partition] = collections.deque()
         return dq
+
+    def _grow(self, topic: str, n: int) -> None:
+        # In place: send()'s fast path holds on to the open-batch list of each topic.
+        parts = self.topics.setdefault(topic, [])
+        if len(parts) < n:
+            parts.extend([None] * (n - len(parts)))
+        opened = self.open.setdefault(topic, [])
+        if len(opened) < n:
+            opened.extend([None] * (n - len(opened)))
+
+    def ensure_topic(self, topic: str, n: int) -> list:
+        """Make room for n partitions; returns the topic's open-batch list (stable)."""
+        with self.lock:
+            self._grow(topic, n)
+            return self.open[topic]
 
     def _close_open(self, topic: str, partition: int) -> None:
         opened = self.open.get(topic)

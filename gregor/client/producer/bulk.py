@@ -3,7 +3,9 @@ Python objects beyond the key/value list the caller already has; each batch is e
 in one vectorised pass, when the sender drains it."""
 from __future__ import annotations
 
+import threading
 import time
+from operator import itemgetter
 from typing import NamedTuple
 
 from ...protocol.errors import ErrorCode, error_for_code
@@ -87,6 +89,31 @@ class BulkSendResult:
     def done(self) -> bool:
         return all(b.result.done for b in self._batches)
 
+    def add_done_callback(self, fn) -> None:
+        """fn(self) once every batch is settled (from the sender thread, or at once)."""
+        from .batch import _CALLBACK_LOCK
+        left = [0]
+        lock = threading.Lock()
+
+        def one(_):
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                fn(self)
+        pending = []
+        with _CALLBACK_LOCK:
+            for b in self._batches:
+                r = b.result
+                if not r.done:
+                    if r.done_callbacks is None:
+                        r.done_callbacks = []
+                    r.done_callbacks.append((0, one, None))
+                    pending.append(r)
+            left[0] = len(pending)
+        if not pending:
+            fn(self)
+
 
 def _as_list(x, what):
     if x is None:
@@ -158,10 +185,12 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
                              f"partition {partition} of topic {topic!r} does not exist")
     limit = min(producer._max_request_size - 512, MAX_BULK_BATCH, producer._total_memory)
     # Records grouped per partition, in input order within a partition.
-    if partition is not None:
-        groups = {partition: None}
+    if partition is not None or nparts == 1:
+        groups = {partition or 0: None}
     elif keys is None or producer._ignore_keys:
         groups = None  # chunks go to partitions one after another (sticky per chunk)
+    elif producer._builtin and None not in keys:
+        groups = _group_murmur2(keys, nparts)
     else:
         part = producer._partitioner
         avail = producer._avail.get(topic) or producer._metadata.available_partitions(topic)
@@ -188,6 +217,21 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
                                      lo, hi, sel, size, deadline))
     producer._network.wakeup()
     return BulkSendResult(batches)
+
+
+def _group_murmur2(keys, nparts) -> dict:
+    """{partition: [indices in input order]} with Java's default partitioner, vectorised."""
+    import numpy as np
+    from .bulk_hash import murmur2_partitions
+    parts = murmur2_partitions(keys, nparts)
+    order = np.argsort(parts, kind="stable")
+    ps, starts = np.unique(parts[order], return_index=True)
+    bounds = starts.tolist() + [len(order)]
+    return {int(p): order[bounds[j]:bounds[j + 1]].tolist() for j, p in enumerate(ps.tolist())}
+
+
+def _pick(seq, sel):
+    return list(itemgetter(*sel)(seq)) if len(sel) > 1 else [seq[sel[0]]]
 
 
 def _chunks(values, keys, headers, indices, limit):
@@ -221,11 +265,11 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
             b.headers = headers[lo:hi]
         ts = timestamps if isinstance(timestamps, int) else timestamps[lo:hi]
     else:
-        b.values = [values[i] for i in sel]
-        b.keys = [keys[i] for i in sel]
+        b.values = _pick(values, sel)
+        b.keys = _pick(keys, sel)
         if headers is not None:
-            b.headers = [headers[i] for i in sel]
-        ts = timestamps if isinstance(timestamps, int) else [timestamps[i] for i in sel]
+            b.headers = _pick(headers, sel)
+        ts = timestamps if isinstance(timestamps, int) else _pick(timestamps, sel)
     b.timestamps = ts
     b.result.timestamps = _SameTimestamp(ts) if isinstance(ts, int) else ts
     b.size = size

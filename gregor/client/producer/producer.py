@@ -25,6 +25,7 @@ from .settings import producer_config
 
 log = logging.getLogger("gregor.client.producer")
 _now_ms = time.time
+_time_ns = time.time_ns
 
 
 def _instantiate(obj, what: str):
@@ -90,7 +91,9 @@ class Producer:
                               "partitioner; remove it or 'partitioner'/'partitioner.class'")
         self._ignore_keys = cfg["partitioner.ignore.keys"]
         self._acc = RecordAccumulator(
-            batch_size=cfg["batch.size"], linger_s=cfg["linger.ms"] / 1000.0,
+            # A batch never outgrows one request: the fast path then needs no size check
+            # beyond the batch's own.
+            batch_size=min(cfg["batch.size"], cfg["max.request.size"]), linger_s=cfg["linger.ms"] / 1000.0,
             compression=cfg["compression.codec"], pool=self._pool,
             builder_factory=_builder_factory or _default_builder_factory(),
             delivery_timeout_s=cfg["delivery.timeout.ms"] / 1000.0,
@@ -112,11 +115,13 @@ class Producer:
         self._close_lock = threading.Lock()
         self._nparts: dict[str, int] = {}
         self._avail: dict[str, list[int]] = {}
+        # topic -> (partition count, the accumulator's open-batch list, available partitions)
+        # for send()'s fast path; only filled when records need no serializer/interceptor.
+        self._fast: dict[str, tuple] = {}
         self._sticky_state: dict[str, list] = {}  # topic -> [partition, bytes since boundary]
         self._builtin = isinstance(self._partitioner, BuiltInPartitioner)
         self._plain = not (self._interceptors or self._key_ser or self._value_ser)
         self._acc_lock = self._acc.lock
-        self._open = self._acc.open
         self._metadata.listeners.append(self._on_metadata)
         if _start:
             self._sender.start(f"gregor-producer-network-thread | {cfg['client.id']}")
@@ -125,52 +130,57 @@ class Producer:
     def send(self, topic: str, value=None, key=None, headers=None, partition=None,
              timestamp_ms=None, callback=None):
         """Queue one record; returns a Future whose result() is RecordMetadata."""
-        # Fast path: bytes in, topic known, room in the partition's open batch. Everything
-        # else (serializers, interceptors, headers, a new batch, unknown topic) takes _send.
-        if self._plain and headers is None and (value is None or type(value) is bytes) and \
-                (key is None or type(key) is bytes):
-            n = self._nparts.get(topic)
-            if n is not None:
-                if partition is None:
-                    if key is None and self._builtin:
-                        st = self._sticky_state.get(topic)
-                        if st is None:
-                            return self._send(topic, value, key, None, None, timestamp_ms,
-                                              callback)
-                        p = st[0]
-                        st[1] += (len(value) if value is not None else 0) + 12
-                    else:
-                        p = self._partitioner(topic, key, value, n, self._avail[topic])
+        # Fast path: bytes in, no headers, topic known, room in the partition's open batch.
+        # Everything else (serializers, interceptors, headers, a new batch, an unknown topic)
+        # goes through _send. Every attribute read here costs: keep it short.
+        st = self._fast.get(topic)
+        if st is not None and headers is None and (value is None or type(value) is bytes) \
+                and (key is None or type(key) is bytes):
+            n, opened, avail = st
+            if partition is None:
+                if n == 1:
+                    p = 0  # every partitioner's only choice
+                elif key is None and self._builtin:
+                    ss = self._sticky_state.get(topic)
+                    if ss is None:
+                        return self._send(topic, value, key, None, None, timestamp_ms,
+                                          callback)
+                    p = ss[0]
+                    ss[1] += (len(value) if value is not None else 0) + 12
                 else:
-                    p = partition
-                if 0 <= p < n:
-                    if timestamp_ms is None:
-                        timestamp_ms = int(_now_ms() * 1000)
-                    with self._acc_lock:
-                        opened = self._open.get(topic)
-                        b = opened[p] if opened is not None and p < len(opened) else None
-                        if b is not None:
-                            size = b.size + 12
-                            if key is not None:
-                                size += len(key)
-                            if value is not None:
-                                size += len(value)
-                            if size <= b.max_bytes:
-                                b.size = size
-                                keys = b.keys
-                                i = len(keys)
-                                keys.append(key)
-                                b.values.append(value)
-                                b.timestamps.append(timestamp_ms)
-                                if b.headers is not None:
-                                    b.headers.append(None)
-                                if callback is not None:
-                                    if b.callbacks is None:
-                                        b.callbacks = []
-                                    b.callbacks.append((i, callback))
-                                return FutureRecordMetadata(b.result, i)
-                    return self._send(topic, value, key, None, p, timestamp_ms, callback,
-                                      partition is None)
+                    p = self._partitioner(topic, key, value, n, avail)
+            else:
+                p = partition
+            if 0 <= p < n:
+                if timestamp_ms is None:
+                    timestamp_ms = _time_ns() // 1000000
+                lock = self._acc_lock
+                lock.acquire()
+                b = opened[p]
+                if b is not None:
+                    size = b.size + 12
+                    if key is not None:
+                        size += len(key)
+                    if value is not None:
+                        size += len(value)
+                    if size <= b.max_bytes:
+                        b.size = size
+                        keys = b.keys
+                        i = len(keys)
+                        keys.append(key)
+                        b.values.append(value)
+                        b.timestamps.append(timestamp_ms)
+                        if b.headers is not None:
+                            b.headers.append(None)
+                        if callback is not None:
+                            if b.callbacks is None:
+                                b.callbacks = []
+                            b.callbacks.append((i, callback))
+                        lock.release()
+                        return FutureRecordMetadata(b.result, i)
+                lock.release()
+                return self._send(topic, value, key, None, p, timestamp_ms, callback,
+                                  partition is None)
         return self._send(topic, value, key, headers, partition, timestamp_ms, callback)
 
     produce = send
@@ -196,6 +206,8 @@ class Producer:
                 headers = self._check_headers(headers)
             n = self._nparts.get(topic)
             deadline = None
+            if n is not None and self._plain and topic not in self._fast:
+                self._fast[topic] = (n, self._acc.ensure_topic(topic, n), self._avail[topic])
             if n is None or (partition is not None and partition >= n):
                 deadline = self._clock() + self._max_block
                 n = self._wait_on_metadata(topic, partition, deadline)
@@ -209,7 +221,7 @@ class Producer:
                                      f"partition {partition} of topic {topic!r} does not exist "
                                      f"(the topic has {n} partitions)")
             if timestamp_ms is None:
-                timestamp_ms = int(_now_ms() * 1000)
+                timestamp_ms = _time_ns() // 1000000
             block = self._max_block if deadline is None else max(0.0, deadline - self._clock())
             fut, new_batch = self._acc.append(topic, partition, timestamp_ms, key, value,
                                               headers, callback, block)
@@ -264,6 +276,7 @@ class Producer:
 
     def _on_metadata(self):
         """Metadata changed: drop the per-topic caches the fast path reads."""
+        self._fast = {}
         self._nparts = {}
         self._avail = {}
 
@@ -322,8 +335,10 @@ class Producer:
         while True:
             n = md.partition_count(topic)
             if n is not None and (partition is None or partition < n):
-                self._avail[topic] = md.available_partitions(topic)
+                avail = self._avail[topic] = md.available_partitions(topic)
                 self._nparts[topic] = n
+                if self._plain:
+                    self._fast[topic] = (n, self._acc.ensure_topic(topic, n), avail)
                 return n
             fatal = self._sender.fatal_error or (self._txn.fatal_error if self._txn else None)
             if fatal is not None:

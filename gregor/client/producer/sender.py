@@ -99,7 +99,8 @@ class Sender:
         timeout = min(timeout, self._send_producer_data(now))
         # send() wakes us only when we would otherwise sleep past a new batch's linger:
         # a wakeup is a syscall plus a GIL hand-off, too dear to make per batch.
-        self.idle_until = now + timeout
+        # With requests in flight a response wakes us soon anyway.
+        self.idle_until = now + timeout if not self.in_flight else 0.0
         self.network.poll(timeout)
         self.idle_until = 0.0
 

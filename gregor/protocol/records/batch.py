@@ -177,12 +177,12 @@ def _header_at(buf, pos: int) -> BatchHeader:
 
 def records_section(buf, pos: int, h: BatchHeader, max_decompressed: int) -> bytes:
     """The (decompressed) records bytes of the batch at pos."""
-    data = bytes(buf[pos + HEADER_SIZE:pos + h.size])
+    view = memoryview(buf)[pos + HEADER_SIZE:pos + h.size]
     codec = h.compression
     if codec == NONE:
-        return data
+        return bytes(view)
     try:
-        return decompress(codec, data, max_decompressed)
+        return decompress(codec, view, max_decompressed)
     except DecodeError as e:
         raise CorruptRecordsError(f"batch at offset {h.base_offset}: {e}") from None
 

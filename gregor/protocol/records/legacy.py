@@ -184,7 +184,7 @@ def encode_message(offset: int, magic: int, attributes: int, timestamp: int,
     return _ENTRY.pack(offset, len(body) + 4) + struct.pack(">I", crc) + body
 
 
-def _as_message(m, i: int, magic: int) -> LegacyMessage:
+def _as_message(m, magic: int) -> LegacyMessage:
     if isinstance(m, LegacyMessage):
         return m
     if isinstance(m, Record):
@@ -203,7 +203,7 @@ def encode_message_set(messages, magic: int, compression: int = NONE, *,
     if compression >= ZSTD:
         raise ValueError(f"compression codec {compression} needs record format magic 2; "
                          f"magic {magic} message sets support none, gzip, snappy and lz4")
-    msgs = [_as_message(m, i, magic) for i, m in enumerate(messages)]
+    msgs = [_as_message(m, magic) for m in messages]
     ts_attr = _TS_TYPE_BIT if (magic == 1 and log_append_time_ms is not None) else 0
 
     def ts(m):

@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 
 from gregor.protocol.records.batch import decode_batches, encode_batch, validate_batch
 from gregor.protocol.records.builder import BatchBuilder, build_batch_bulk
-from gregor.protocol.records.encoding import (encode_records,
-                                              encode_records_loop, encode_records_uniform,
-                                              encode_records_vector)
+from gregor.protocol.records.encoding import (_encode_records_small, encode_records,
+                                              encode_records_loop, encode_records_uniform)
 from gregor.protocol.records.legacy import decode_message_set
 
 kdefault = pytest.importorskip("kafka.record.default_records",
@@ -141,28 +140,37 @@ def test_bulk_input_errors():
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 1500), st.integers(0, 2**31), st.data())
-def test_vector_encoder_equals_loop_encoder(n, seed, data):
+def test_small_and_uniform_encoders_equal_the_loop(n, seed, data):
     rnd = random.Random(seed)
     key_len = data.draw(st.sampled_from([None, 0, 10, "mixed"]))
     keys = [None if key_len is None or (key_len == "mixed" and rnd.random() < 0.3)
             else bytes(rnd.randint(0, 30) if key_len == "mixed" else key_len) for _ in range(n)]
-    values = [None if rnd.random() < 0.05 else bytes(rnd.choice([0, 5, 100, 9000, 17000]))
-              for _ in range(n)]
+    value_len = data.draw(st.sampled_from([0, 100, 17000, "mixed"]))
+    values = [None if value_len == "mixed" and rnd.random() < 0.05
+              else bytes(rnd.choice([0, 5, 100, 9000, 17000]) if value_len == "mixed"
+                         else value_len) for _ in range(n)]
     spread = data.draw(st.sampled_from([0, 10, 10_000, 10**9]))
     ts = [rnd.randint(-spread, spread) for _ in range(n)]
     base = ts[0]
-    assert encode_records_vector(ts, keys, values, base) == \
-        encode_records_loop(ts, keys, values, None, base)
-    assert encode_records_vector(7, keys, values, 7) == \
-        encode_records_loop([7] * n, keys, values, None, 7)
+    expected = encode_records_loop(ts, keys, values, None, base)
+    assert bytes(encode_records(ts, keys, values, None, base)) == expected
+    try:
+        assert _encode_records_small(ts, keys, values, base) == expected
+    except IndexError:
+        assert value_len in (17000, "mixed")     # past the varint table: the loop takes over
     uniform = encode_records_uniform(ts, keys, values, base)
     if uniform is not None:
-        assert bytes(uniform) == encode_records_loop(ts, keys, values, None, base)
+        assert len({len(v) for v in values}) == 1 and None not in values
+        assert len({-1 if k is None else len(k) for k in keys}) == 1
+        assert bytes(uniform) == expected
+    assert bytes(encode_records(7, keys, values, None, 7)) == \
+        encode_records_loop([7] * n, keys, values, None, 7)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 1200), st.sampled_from([None, 0, 10, 200]),
-       st.sampled_from([0, 1, 100, 9000]), st.sampled_from(["same", "rising", "falling", "scattered"]))
+       st.sampled_from([0, 1, 100, 9000]),
+       st.sampled_from(["same", "rising", "falling", "scattered"]))
 def test_every_encoder_choice_equals_the_loop(n, key_len, value_len, ts_shape):
     keys = [None if key_len is None else bytes([n % 256]) * key_len for _ in range(n)]
     values = [bytes([i % 256]) * value_len for i in range(n)]
@@ -174,3 +182,32 @@ def test_every_encoder_choice_equals_the_loop(n, key_len, value_len, ts_shape):
     assert bytes(encode_records(ts, keys, values, None, ts[0])) == expected
     uniform = encode_records_uniform(ts, keys, values, ts[0])
     assert uniform is None or bytes(uniform) == expected
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_uniform_path_with_compression(codec):
+    n = 3000                        # above UNIFORM_MIN_RECORDS, single key and value lengths
+    keys = [b"%09d" % i for i in range(n)]
+    values = [b"value %09d " % i * 5 for i in range(n)]
+    ts = [1000 + i // 7 for i in range(n)]
+    data = build_batch_bulk(keys, values, ts, codec)
+    assert data == encode_batch([(t, k, v, None) for t, k, v in zip(ts, keys, values)],
+                                compression=codec)
+    (batch,) = decode_batches(data)
+    assert [r.value for r in batch] == values and batch.compression == codec
+
+
+def test_uniform_path_from_several_threads_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def build(seed):
+        n = 2000 + seed * 100       # different sizes, so scratch buffers get resized
+        values = [bytes([seed]) * (50 + seed) for _ in range(n)]
+        out = []
+        for _ in range(5):
+            data = build_batch_bulk(None, values, [seed] * n)
+            out.append([r.value for r in decode_batches(data)[0]] == values)
+        return all(out)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(build, range(8)))

@@ -1,4 +1,4 @@
-"""Record batch v2: round trips, kafka-python as the independent judge, validation, hostile bytes."""
+"""Record batch v2: round trips, kafka-python as independent judge, validation, hostile bytes."""
 from __future__ import annotations
 
 import os
@@ -16,7 +16,7 @@ from gregor.protocol.records.batch import (CONTROL_ABORT, CONTROL_COMMIT, LOG_AP
                                            Record, decode_any, decode_batch, decode_batches,
                                            encode_batch, encode_control_batch,
                                            parse_control_value, validate_batch)
-from gregor.protocol.records.errors import CorruptRecordsError, InvalidRecordsError
+from gregor.protocol.records.errors import CorruptRecordsError
 from gregor.protocol.records.header import HEADER_SIZE, parse_header
 
 kdefault = pytest.importorskip("kafka.record.default_records",

@@ -1,0 +1,126 @@
+"""Consumers side by side against one gregor broker: how fast each reads the same topic.
+
+    .venv/bin/python benchmarks/bench_consumer.py [--records 300000] [--rounds 2]
+
+The topic (one partition, 10-byte keys, 100-byte values, lz4 and uncompressed variants) is
+written once with confluent-kafka. Then, per round, each reader assigns offset 0 and reads
+until it has every record: gregor poll() (records), gregor poll_batches() (columns),
+gregor poll_batches() + to_arrow(), confluent-kafka consume(), kafka-python poll(). Prints
+records/s per reader and the ratio to confluent-kafka (best round of each). The machine is
+shared and noisy: compare ratios within one run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka import Consumer as CKConsumer, Producer as CKProducer, TopicPartition  # noqa
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+import pyarrow  # noqa: E402,F401  (imported up front: its ~0.4 s import is not a read cost)
+
+from gregor import Consumer  # noqa: E402
+from tests.support.broker import BrokerProcess  # noqa: E402
+
+
+def fill(bootstrap: str, topic: str, n: int, codec: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the future
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    p = CKProducer({"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": codec,
+                    "batch.num.messages": 10000, "queue.buffering.max.messages": 200000})
+    value = b"v" * 100
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value=value, key=b"k%09d" % i, partition=0)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(120) == 0
+
+
+def read_gregor(bootstrap, topic, n, mode):
+    c = Consumer({"bootstrap.servers": bootstrap, "fetch.max.wait.ms": 100})
+    c.assign([(topic, 0, 0)])
+    got = 0
+    t0 = time.perf_counter()
+    while got < n:
+        if mode == "poll":
+            got += len(c.poll(1.0))
+        else:
+            for b in c.poll_batches(1.0):
+                got += len(b)
+                if mode == "arrow":
+                    b.to_arrow()
+    dt = time.perf_counter() - t0
+    c.close()
+    return dt
+
+
+def read_confluent(bootstrap, topic, n):
+    c = CKConsumer({"bootstrap.servers": bootstrap, "group.id": "bench",
+                    "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    t0 = time.perf_counter()
+    while got < n:
+        got += len(c.consume(10000, 1.0))
+    dt = time.perf_counter() - t0
+    c.close()
+    return dt
+
+
+def read_kafka_python(bootstrap, topic, n):
+    import kafka
+    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tp = kafka.TopicPartition(topic, 0)
+    c.assign([tp])
+    c.seek(tp, 0)
+    got = 0
+    t0 = time.perf_counter()
+    while got < n:
+        for records in c.poll(1000, max_records=10000).values():
+            got += len(records)
+    dt = time.perf_counter() - t0
+    c.close()
+    return dt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    n = args.records
+    with BrokerProcess(tempfile.mkdtemp(prefix="bench-consumer-") + "/data") as broker:
+        for codec in ("none", "lz4"):
+            topic = f"bench-{codec}"
+            fill(broker.bootstrap, topic, n, codec)
+            readers = {
+                "gregor poll()": lambda: read_gregor(broker.bootstrap, topic, n, "poll"),
+                "gregor poll_batches()": lambda: read_gregor(broker.bootstrap, topic, n,
+                                                             "batches"),
+                "gregor poll_batches()+arrow": lambda: read_gregor(broker.bootstrap, topic, n,
+                                                                   "arrow"),
+                "confluent-kafka": lambda: read_confluent(broker.bootstrap, topic, n),
+                "kafka-python": lambda: read_kafka_python(broker.bootstrap, topic, n),
+            }
+            best = {name: float("inf") for name in readers}
+            for _ in range(args.rounds):
+                for name, fn in readers.items():  # interleaved, so noise hits all alike
+                    best[name] = min(best[name], fn())
+            base = n / best["confluent-kafka"]
+            print(f"\n{n:,} records, 10 B keys, 100 B values, compression={codec}")
+            for name, dt in best.items():
+                rate = n / dt
+                print(f"  {name:30s} {rate:12,.0f} records/s  {rate / base:5.2f}x confluent")
+
+
+if __name__ == "__main__":
+    main()
