@@ -84,6 +84,21 @@ class PartitionRecords:
             self.offsets, self.timestamps, self.timestamp_types, self.keys, self.values,
             self.headers, self.leader_epochs)]
 
+    _COLUMNS = ("offsets", "timestamps", "timestamp_types", "keys", "values", "headers",
+                "leader_epochs")
+
+    def slice(self, start: int, stop: int) -> "PartitionRecords":
+        """Records [start:stop] as a new PartitionRecords (O(stop - start)); its next_offset
+        is the offset of the record after stop (or this one's next_offset at the end)."""
+        part = PartitionRecords(self.topic, self.partition)
+        for name in self._COLUMNS:
+            setattr(part, name, getattr(self, name)[start:stop])
+        part.next_offset = self.offsets[stop] if stop < len(self.offsets) else self.next_offset
+        part.high_watermark = self.high_watermark
+        part.last_stable_offset = self.last_stable_offset
+        part.log_start_offset = self.log_start_offset
+        return part
+
     def split(self, n: int) -> "PartitionRecords":
         """Take the first n records out into a new PartitionRecords (for max.poll.records)."""
         head = PartitionRecords(self.topic, self.partition)

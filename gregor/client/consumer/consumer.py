@@ -112,8 +112,9 @@ class Consumer:
         self._net = network
         self._md = network.metadata
         self._assigned: dict[tuple[str, int], _PartitionState] = {}
-        # Fetched, not yet returned: (records, position they continue from).
-        self._buffer: collections.deque[tuple[PartitionRecords, int]] = collections.deque()
+        # Fetched, not yet returned: (records, position they continue from, index of the
+        # first record not yet returned).
+        self._buffer: collections.deque[tuple[PartitionRecords, int, int]] = collections.deque()
         # node id -> (request, {(topic, partition): fetch offset})
         self._inflight: dict[int, tuple[Any, dict]] = {}
         # node id -> (ListOffsets request, {(topic, partition): EARLIEST/LATEST}) for resets
@@ -331,20 +332,22 @@ class Consumer:
     def _drain(self, limit) -> list[PartitionRecords]:
         out, taken, keep = [], 0, collections.deque()
         while self._buffer and taken < limit:
-            pr, start = self._buffer.popleft()
+            pr, start, idx = self._buffer.popleft()
             st = self._assigned.get((pr.topic, pr.partition))
             if st is None or st.position != start:
                 continue  # unassigned or seeked since the fetch: stale
             if st.paused:
-                keep.append((pr, start))
+                keep.append((pr, start, idx))
                 continue
-            if len(pr) > limit - taken:
-                head = pr.split(int(limit - taken))
-                self._buffer.appendleft((pr, pr.offsets[0]))
-                pr = head
-                st.position = self._buffer[0][1]
-            else:
-                st.position = pr.next_offset
+            if len(pr) - idx > limit - taken:
+                # max.poll.records: hand out a slice and keep a cursor on the rest (slicing
+                # the remainder each time would cost O(n^2) over a large fetch).
+                stop = idx + int(limit - taken)
+                self._buffer.appendleft((pr, pr.offsets[stop], stop))
+                pr = pr.slice(idx, stop)
+            elif idx:
+                pr = pr.slice(idx, len(pr))
+            st.position = pr.next_offset
             taken += len(pr)
             out.append(pr)
         self._buffer.extendleft(reversed(keep))
@@ -396,7 +399,7 @@ class Consumer:
             log.debug("reset %s-%s to %s", st.topic, st.partition, st.position)
 
     def _send_fetches(self) -> None:
-        buffered = {(pr.topic, pr.partition) for pr, _ in self._buffer}
+        buffered = {(pr.topic, pr.partition) for pr, _, _ in self._buffer}
         by_node: dict[int, list[_PartitionState]] = {}
         now = time.monotonic()
         for tp, st in self._assigned.items():
@@ -479,7 +482,7 @@ class Consumer:
                     if len(pr) or pr.next_offset > fetch_offset:
                         # (empty but advanced: only markers / aborted data; bulk readers see
                         # the new position through the empty chunk)
-                        self._buffer.append((pr, fetch_offset))
+                        self._buffer.append((pr, fetch_offset, 0))
                     elif data and len(data) >= self.config["max.partition.fetch.bytes"]:
                         self._pending_error = error_for_code(
                             ErrorCode.MESSAGE_TOO_LARGE,
@@ -515,7 +518,7 @@ class Consumer:
 
     def _drop_buffered(self, pred) -> None:
         self._buffer = collections.deque(
-            (pr, s) for pr, s in self._buffer if not pred((pr.topic, pr.partition)))
+            e for e in self._buffer if not pred((e[0].topic, e[0].partition)))
 
     def _deserialize(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
         kd, vd = self._key_de, self._value_de

@@ -30,6 +30,17 @@ def estimate_record_size(key, value, headers) -> int:
     return n
 
 
+# Largest batch that merging makes: Kafka's default message.max.bytes (1 MiB + 12) with room
+# to spare, so a broker with default limits never refuses a merged batch.
+MERGE_LIMIT = 1_000_000
+
+
+def _fresh(b: ProducerBatch) -> bool:
+    """Never sent and built from send() records (bulk batches are already large)."""
+    return not b.attempts and b.base_sequence < 0 and b.data is None and not b.bulk \
+        and not b.no_merge
+
+
 class ReadyCheck:
     __slots__ = ("nodes", "next_delay", "unknown_leader_topics")
 
@@ -233,6 +244,8 @@ class RecordAccumulator:
                     if self.open[b.topic][b.partition] is b:
                         self.open[b.topic][b.partition] = None
                         self._seal(b)
+                    if dq and _fresh(b):
+                        est = self._merge_queued(b, dq, max_request_size - size)
                     b.full = True
                     b.drained_at = now
                     size += est
@@ -247,6 +260,27 @@ class RecordAccumulator:
                 if b.data is None:
                     b.close()
         return out
+
+    def _merge_queued(self, b: ProducerBatch, dq, room: int) -> int:
+        """Fold the batches queued behind b (same partition, never sent) into b, up to
+        MERGE_LIMIT bytes. Under back-pressure batch.size-sized batches pile up; one request
+        carries one batch per partition, so sending them one by one would cap throughput at
+        batch.size per round trip. Records are still encoded only once, at close(). Returns
+        b's new size estimate."""
+        limit = min(MERGE_LIMIT, room)
+        est = b.estimated_size()
+        while dq:
+            nxt = dq[0]
+            if not _fresh(nxt) or est + nxt.size - BATCH_OVERHEAD > limit:
+                break
+            dq.popleft()
+            if self.open[nxt.topic][nxt.partition] is nxt:
+                self.open[nxt.topic][nxt.partition] = None
+                self._seal(nxt)
+            b.absorb(nxt)
+            self.incomplete.discard(nxt)
+            est = b.estimated_size()
+        return est
 
     def reenqueue(self, batch: ProducerBatch, now: float, backoff_s: float) -> None:
         """Put a batch back at the front of its deque for a retry (sequence order kept)."""

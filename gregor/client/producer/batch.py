@@ -156,7 +156,7 @@ class ProducerBatch:
                  "max_bytes", "compression", "result", "callbacks", "created", "attempts",
                  "retry_at", "reserved", "data", "base_sequence", "producer_id",
                  "producer_epoch", "in_retry", "drained_at", "final", "full", "bytes_in",
-                 "interceptors")
+                 "interceptors", "bulk", "no_merge")
 
     def __init__(self, topic, partition, now, reserved, max_bytes, compression):
         self.topic = topic
@@ -184,6 +184,8 @@ class ProducerBatch:
         self.full = False
         self.bytes_in = 0
         self.interceptors = None
+        self.bulk = False             # made by send_batch
+        self.no_merge = False         # a split product: merging it back would undo the split
 
     @property
     def record_count(self) -> int:
@@ -214,6 +216,39 @@ class ProducerBatch:
                 self.callbacks = []
             self.callbacks.append((i, callback))
         return FutureRecordMetadata(self.result, i)
+
+    def absorb(self, other: "ProducerBatch") -> None:
+        """Append other's records (queued right behind ours, same partition) to this batch;
+        other's futures and callbacks follow them here."""
+        shift = len(self.keys)
+        if other.headers is not None or self.headers is not None:
+            if self.headers is None:
+                self.headers = [None] * shift
+            self.headers.extend(other.headers or [None] * len(other.keys))
+        self.keys.extend(other.keys)
+        self.values.extend(other.values)
+        self.timestamps.extend(other.timestamps)
+        self.size += other.size - BATCH_OVERHEAD
+        self.reserved += other.reserved
+        other.reserved = 0
+        if other.callbacks:
+            if self.callbacks is None:
+                self.callbacks = []
+            self.callbacks.extend((i + shift, cb) for i, cb in other.callbacks)
+        r = other.result
+        with _CALLBACK_LOCK:
+            # Index i of other is index i + shift here: a "split" starting at -shift.
+            r.split = [(-shift, self.result)]
+            if r.done_callbacks:
+                mine = self.result
+                if mine.done_callbacks is None:
+                    mine.done_callbacks = []
+                mine.done_callbacks.extend((i + shift, fn, fut)
+                                           for i, fn, fut in r.done_callbacks)
+            r.done_callbacks = None
+            r.done = True
+        other.final = True
+        r.event.set()
 
     def close(self) -> bytes:
         """Encode the batch with the current producer id / epoch / base sequence."""

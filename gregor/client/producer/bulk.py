@@ -258,6 +258,7 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
     producer._pool.allocate(size, max(0.0, deadline - producer._clock()))
     acc = producer._acc
     b = ProducerBatch(topic, p, producer._clock(), size, size, acc.compression)
+    b.bulk = True
     if sel is None:
         b.values = values[lo:hi]
         b.keys = keys[lo:hi] if keys is not None else [None] * (hi - lo)

@@ -39,6 +39,7 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
             starts.append(lo)
     for c in children:
         c.full = True
+        c.no_merge = True
     children[0].reserved, b.reserved = b.reserved, 0
 
     def owner(i):

@@ -18,12 +18,13 @@ import struct
 import time
 from typing import Iterable, Iterator
 
-from ..compression import DEFAULT_MAX_DECOMPRESSED, NONE, decompress
-from ..primitives import DecodeError, decode_varint
+from ..compression import DEFAULT_MAX_DECOMPRESSED, NONE
 from .encoding import assemble_batch, encode_records
 from .errors import CorruptRecordsError, InvalidRecordsError
-from .header import (CONTROL_BIT, HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT,
-                     BatchHeader, compute_crc, parse_header)
+from .parsing import decode_headers, header_at, records_section, varint_slow
+from .validation import validate_batch, walk_records  # noqa: F401  (part of this module's API)
+from .header import (HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT, BatchHeader,
+                     compute_crc)
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -168,32 +169,6 @@ def parse_control_value(value: bytes | None) -> tuple[int, int]:
 # decoding
 
 
-def _header_at(buf, pos: int) -> BatchHeader:
-    try:
-        return parse_header(buf, pos)
-    except DecodeError as e:
-        raise CorruptRecordsError(str(e)) from None
-
-
-def records_section(buf, pos: int, h: BatchHeader, max_decompressed: int) -> bytes:
-    """The (decompressed) records bytes of the batch at pos."""
-    view = memoryview(buf)[pos + HEADER_SIZE:pos + h.size]
-    codec = h.compression
-    if codec == NONE:
-        return bytes(view)
-    try:
-        return decompress(codec, view, max_decompressed)
-    except DecodeError as e:
-        raise CorruptRecordsError(f"batch at offset {h.base_offset}: {e}") from None
-
-
-def _varint_slow(data: bytes, p: int, end: int) -> tuple[int, int]:
-    try:
-        return decode_varint(data, p, end, 10)
-    except DecodeError as e:
-        raise CorruptRecordsError(f"bad varint in record: {e}") from None
-
-
 def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
     """Records of a batch from its (decompressed) records section."""
     out = []
@@ -218,7 +193,7 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
                 length = (b >> 1) ^ -(b & 1)
                 p += 2
             else:
-                length, p = _varint_slow(data, p, end)
+                length, p = varint_slow(data, p, end)
             rec_end = p + length
             if length < 6 or rec_end > end:
                 raise CorruptRecordsError(f"record length {length} does not fit the batch")
@@ -232,7 +207,7 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 p += 2
             else:
-                ts_delta, p = _varint_slow(data, p, rec_end)
+                ts_delta, p = varint_slow(data, p, rec_end)
             b = data[p]
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1)
@@ -242,7 +217,7 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
                 off_delta = (b >> 1) ^ -(b & 1)
                 p += 2
             else:
-                off_delta, p = _varint_slow(data, p, rec_end)
+                off_delta, p = varint_slow(data, p, rec_end)
             b = data[p]
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
@@ -252,7 +227,7 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
                 n = (b >> 1) ^ -(b & 1)
                 p += 2
             else:
-                n, p = _varint_slow(data, p, rec_end)
+                n, p = varint_slow(data, p, rec_end)
             if n < 0:
                 if n != -1:
                     raise CorruptRecordsError(f"negative key length {n}")
@@ -271,7 +246,7 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
                 n = (b >> 1) ^ -(b & 1)
                 p += 2
             else:
-                n, p = _varint_slow(data, p, rec_end)
+                n, p = varint_slow(data, p, rec_end)
             if n < 0:
                 if n != -1:
                     raise CorruptRecordsError(f"negative value length {n}")
@@ -286,7 +261,7 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
                 headers = []
                 p += 1
             else:
-                headers, p = _decode_headers(data, p, rec_end)
+                headers, p = decode_headers(data, p, rec_end)
             if p != rec_end:
                 raise CorruptRecordsError(f"record declares {length} bytes but its fields "
                                           f"take {length + p - rec_end}")
@@ -301,36 +276,10 @@ def decode_records(data: bytes, h: BatchHeader) -> list[Record]:
     return out
 
 
-def _decode_headers(data: bytes, p: int, rec_end: int) -> tuple[list, int]:
-    count, p = _varint_slow(data, p, rec_end)
-    if count < 0 or count > rec_end - p:
-        raise CorruptRecordsError(f"invalid header count {count}")
-    headers = []
-    for _ in range(count):
-        n, p = _varint_slow(data, p, rec_end)
-        if n < 0 or p + n > rec_end:
-            raise CorruptRecordsError(f"invalid header key length {n}")
-        try:
-            hk = data[p:p + n].decode("utf-8")
-        except UnicodeDecodeError:
-            raise CorruptRecordsError("header key is not valid UTF-8") from None
-        p += n
-        n, p = _varint_slow(data, p, rec_end)
-        if n < -1 or p + n > rec_end:
-            raise CorruptRecordsError(f"invalid header value length {n}")
-        if n == -1:
-            hv = None
-        else:
-            hv = data[p:p + n]
-            p += n
-        headers.append((hk, hv))
-    return headers, p
-
-
 def decode_batch(buf, pos: int = 0, *, verify_crc: bool = True,
                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> RecordBatch:
     """Decode the complete v2 batch at pos."""
-    h = _header_at(buf, pos)
+    h = header_at(buf, pos)
     if pos + h.size > len(buf):
         raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
                                   f"{len(buf) - pos} present")
@@ -353,7 +302,7 @@ def decode_batches(buf, *, verify_crc: bool = True,
             if allow_partial:
                 break
             raise CorruptRecordsError(f"{n - pos} trailing bytes are not a batch")
-        h = _header_at(buf, pos)
+        h = header_at(buf, pos)
         if pos + h.size > n:
             if allow_partial:
                 break
@@ -393,141 +342,3 @@ def decode_any(buf, *, verify_crc: bool = True, include_control: bool = False,
             raise CorruptRecordsError(f"unknown record format magic {magic}")
         pos += size
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# validation (broker produce path, log recovery)
-
-
-def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
-                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> BatchHeader:
-    """Check the v2 batch at pos: complete, CRC, header fields, and every record's structure.
-
-    from_client=True adds Kafka's rules for batches in produce requests: no control batches,
-    a base sequence when a producer id is set, offset deltas exactly 0..count-1. Log recovery
-    leaves it False (its batches include control batches the broker wrote itself).
-    """
-    h = _header_at(buf, pos)
-    if pos + h.size > len(buf):
-        raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
-                                  f"{len(buf) - pos} present")
-    if compute_crc(buf, pos, h.size) != h.crc:
-        raise CorruptRecordsError(f"CRC mismatch in batch at offset {h.base_offset}: the "
-                                  f"bytes were damaged in transit or on disk")
-    if h.compression > 4:
-        raise CorruptRecordsError(f"unknown compression codec {h.compression} in batch "
-                                  f"attributes")
-    count = h.records_count
-    if count <= 0:
-        raise InvalidRecordsError(f"invalid record count {count} in batch")
-    # Producers write deltas 0..count-1; compaction may leave gaps, never fewer deltas.
-    if h.last_offset_delta != count - 1 and (from_client or h.last_offset_delta < count - 1):
-        raise InvalidRecordsError(f"inconsistent batch: last offset delta "
-                                  f"{h.last_offset_delta} with {count} records")
-    if from_client:
-        if h.attributes & CONTROL_BIT:
-            raise InvalidRecordsError("clients may not write control records")
-        if h.producer_id >= 0 and h.base_sequence < 0:
-            raise InvalidRecordsError(f"batch from producer {h.producer_id} has no sequence "
-                                      f"number (base sequence {h.base_sequence})")
-    data = records_section(buf, pos, h, max_decompressed)
-    walk_records(data, count, h.last_offset_delta, strict_offsets=from_client)
-    return h
-
-
-def walk_records(data: bytes, count: int, last_offset_delta: int, *,
-                 strict_offsets: bool = True) -> None:
-    """Check the structure of count records in data without building them. Offset deltas
-    must increase (strictly: be exactly 0, 1, 2, ...) and stay within last_offset_delta.
-
-    Varints are kept in zig-zag form (even = non-negative n << 1, 1 = -1, other odd values =
-    invalid negatives), which saves decoding them; one- and two-byte varints are read inline.
-    """
-    end = len(data)
-    if count > end // 7:
-        # smallest record: length + attributes + 5 one-byte varints
-        raise CorruptRecordsError(f"{count} records cannot fit in {end} bytes")
-    p = 0
-    prev = -1
-    try:
-        for i in range(count):
-            b = data[p]
-            if b < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                b = (b & 0x7F) | (data[p + 1] << 7)
-                p += 2
-            else:
-                b, p = _varint_slow(data, p, end)
-                b = (b << 1) if b >= 0 else 1     # back to zig-zag form
-            if b & 1:
-                raise CorruptRecordsError(f"record {i} has a negative length")
-            rec_end = p + (b >> 1)
-            if rec_end > end:
-                raise CorruptRecordsError(f"record {i} length {b >> 1} does not fit the batch")
-            # attributes, then timestamp delta (any value)
-            if data[p + 1] < 0x80:
-                p += 2
-            else:
-                _, p = _varint_slow(data, p + 1, rec_end)
-            b = data[p]
-            if b < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                b = (b & 0x7F) | (data[p + 1] << 7)
-                p += 2
-            else:
-                b, p = _varint_slow(data, p, rec_end)
-                b = (b << 1) if b >= 0 else 1
-            if strict_offsets:
-                if b != i << 1:
-                    raise InvalidRecordsError(f"record {i} has offset delta "
-                                              f"{(b >> 1) ^ -(b & 1)}; expected {i}")
-            else:
-                od = (b >> 1) ^ -(b & 1)
-                if od <= prev or od > last_offset_delta:
-                    raise InvalidRecordsError(f"record {i} has offset delta {od}; deltas must "
-                                              f"increase up to {last_offset_delta}")
-                prev = od
-            # key length (zig-zag: 1 = null, odd > 1 = invalid negative)
-            b = data[p]
-            if b < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                b = (b & 0x7F) | (data[p + 1] << 7)
-                p += 2
-            else:
-                b, p = _varint_slow(data, p, rec_end)
-                b = (b << 1) if b >= 0 else (1 if b == -1 else 3)
-            if b & 1:
-                if b != 1:
-                    raise CorruptRecordsError(f"record {i} has a negative key length")
-            else:
-                p += b >> 1
-            b = data[p]
-            if b < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                b = (b & 0x7F) | (data[p + 1] << 7)
-                p += 2
-            else:
-                b, p = _varint_slow(data, p, rec_end)
-                b = (b << 1) if b >= 0 else (1 if b == -1 else 3)
-            if b & 1:
-                if b != 1:
-                    raise CorruptRecordsError(f"record {i} has a negative value length")
-            else:
-                p += b >> 1
-            if p + 1 == rec_end and data[p] == 0:
-                p = rec_end
-                continue
-            if p >= rec_end:
-                raise CorruptRecordsError(f"record {i}: fields run past its end")
-            _, p = _decode_headers(data, p, rec_end)
-            if p != rec_end:
-                raise CorruptRecordsError(f"record {i}'s declared length disagrees with its "
-                                          f"fields ({p - rec_end:+d} bytes)")
-    except IndexError:
-        raise CorruptRecordsError("batch ends inside a record") from None
-    if p != end:
-        raise CorruptRecordsError(f"{end - p} bytes after the batch's {count} records")

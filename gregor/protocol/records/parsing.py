@@ -1,0 +1,60 @@
+"""Low-level reading of a v2 batch shared by decoding and validation: the header, the
+(decompressed) records section, varints and record headers."""
+from __future__ import annotations
+
+from ..compression import NONE, decompress
+from ..primitives import DecodeError, decode_varint
+from .errors import CorruptRecordsError
+from .header import HEADER_SIZE, BatchHeader, parse_header
+
+
+def header_at(buf, pos: int) -> BatchHeader:
+    try:
+        return parse_header(buf, pos)
+    except DecodeError as e:
+        raise CorruptRecordsError(str(e)) from None
+
+
+def records_section(buf, pos: int, h: BatchHeader, max_decompressed: int) -> bytes:
+    """The (decompressed) records bytes of the batch at pos."""
+    view = memoryview(buf)[pos + HEADER_SIZE:pos + h.size]
+    codec = h.compression
+    if codec == NONE:
+        return bytes(view)
+    try:
+        return decompress(codec, view, max_decompressed)
+    except DecodeError as e:
+        raise CorruptRecordsError(f"batch at offset {h.base_offset}: {e}") from None
+
+
+def varint_slow(data: bytes, p: int, end: int) -> tuple[int, int]:
+    try:
+        return decode_varint(data, p, end, 10)
+    except DecodeError as e:
+        raise CorruptRecordsError(f"bad varint in record: {e}") from None
+
+
+def decode_headers(data: bytes, p: int, rec_end: int) -> tuple[list, int]:
+    count, p = varint_slow(data, p, rec_end)
+    if count < 0 or count > rec_end - p:
+        raise CorruptRecordsError(f"invalid header count {count}")
+    headers = []
+    for _ in range(count):
+        n, p = varint_slow(data, p, rec_end)
+        if n < 0 or p + n > rec_end:
+            raise CorruptRecordsError(f"invalid header key length {n}")
+        try:
+            hk = data[p:p + n].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordsError("header key is not valid UTF-8") from None
+        p += n
+        n, p = varint_slow(data, p, rec_end)
+        if n < -1 or p + n > rec_end:
+            raise CorruptRecordsError(f"invalid header value length {n}")
+        if n == -1:
+            hv = None
+        else:
+            hv = data[p:p + n]
+            p += n
+        headers.append((hk, hv))
+    return headers, p

@@ -1,0 +1,269 @@
+"""Validating v2 batches without building Record objects: what the broker runs on every
+produced batch, and log recovery on every stored one.
+
+The records are walked in two steps. A Python loop follows the chain of record lengths (one
+varint per record: the only step that is inherently sequential); then, for batches of
+WALK_VECTOR_MIN records or more, numpy checks every record's fields at once from the known
+record boundaries: attributes, timestamp delta, offset delta, key and value lengths, header
+count, and that the fields fill each record exactly. Records with headers (rare) are walked
+one by one. Small batches use a plain loop, which is cheaper than numpy's set-up.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..compression import DEFAULT_MAX_DECOMPRESSED
+from .errors import CorruptRecordsError, InvalidRecordsError
+from .header import CONTROL_BIT, BatchHeader, compute_crc
+from .parsing import decode_headers, header_at, records_section, varint_slow
+
+# ---------------------------------------------------------------------------------------------
+# validation (broker produce path, log recovery)
+
+
+def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
+                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> BatchHeader:
+    """Check the v2 batch at pos: complete, CRC, header fields, and every record's structure.
+
+    from_client=True adds Kafka's rules for batches in produce requests: no control batches,
+    a base sequence when a producer id is set, offset deltas exactly 0..count-1. Log recovery
+    leaves it False (its batches include control batches the broker wrote itself).
+    """
+    h = header_at(buf, pos)
+    if pos + h.size > len(buf):
+        raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
+                                  f"{len(buf) - pos} present")
+    if compute_crc(buf, pos, h.size) != h.crc:
+        raise CorruptRecordsError(f"CRC mismatch in batch at offset {h.base_offset}: the "
+                                  f"bytes were damaged in transit or on disk")
+    if h.compression > 4:
+        raise CorruptRecordsError(f"unknown compression codec {h.compression} in batch "
+                                  f"attributes")
+    count = h.records_count
+    if count <= 0:
+        raise InvalidRecordsError(f"invalid record count {count} in batch")
+    # Producers write deltas 0..count-1; compaction may leave gaps, never fewer deltas.
+    if h.last_offset_delta != count - 1 and (from_client or h.last_offset_delta < count - 1):
+        raise InvalidRecordsError(f"inconsistent batch: last offset delta "
+                                  f"{h.last_offset_delta} with {count} records")
+    if from_client:
+        if h.attributes & CONTROL_BIT:
+            raise InvalidRecordsError("clients may not write control records")
+        if h.producer_id >= 0 and h.base_sequence < 0:
+            raise InvalidRecordsError(f"batch from producer {h.producer_id} has no sequence "
+                                      f"number (base sequence {h.base_sequence})")
+    data = records_section(buf, pos, h, max_decompressed)
+    walk_records(data, count, h.last_offset_delta, strict_offsets=from_client)
+    return h
+
+
+# Below this many records numpy's fixed cost (~40 calls) outweighs what it saves over the loop
+# (measured crossover: 200-300 records of ~110 bytes).
+WALK_VECTOR_MIN = 256
+
+
+def walk_records(data: bytes, count: int, last_offset_delta: int, *,
+                 strict_offsets: bool = True) -> None:
+    """Check the structure of count records in data without building them. Offset deltas
+    must increase (strictly: be exactly 0, 1, 2, ...) and stay within last_offset_delta."""
+    end = len(data)
+    if count > end // 7:   # smallest record: length + attributes + 5 one-byte varints
+        raise CorruptRecordsError(f"{count} records cannot fit in {end} bytes")
+    if count >= WALK_VECTOR_MIN:
+        _walk_records_vector(data, count, last_offset_delta, strict_offsets)
+    else:
+        _walk_records_loop(data, count, last_offset_delta, strict_offsets=strict_offsets)
+
+
+def _record_ends(data: bytes, count: int) -> list[int]:
+    """End offsets of count records that must tile data exactly (the sequential step)."""
+    end = len(data)
+    ends = []
+    append = ends.append
+    p = 0
+    try:
+        for i in range(count):
+            b = data[p]
+            if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                b, p = varint_slow(data, p, end)
+                b = (b << 1) if b >= 0 else 1     # back to zig-zag form
+            if b & 1:
+                raise CorruptRecordsError(f"record {i} has a negative length")
+            p += b >> 1
+            append(p)
+    except IndexError:
+        raise CorruptRecordsError("batch ends inside a record") from None
+    if p != end:
+        raise CorruptRecordsError(f"the batch's {count} records do not fill it exactly "
+                                  f"({end - p:+d} bytes)")
+    return ends
+
+
+def _varints_at(arr: np.ndarray, q: np.ndarray, end: int, max_bytes: int):
+    """(zig-zag-decoded values, byte lengths) of the varints at positions q of arr. Byte k is
+    read only for the varints still going after k bytes; reads are clamped to the data (a
+    position past a record's end is caught by the callers' final checks)."""
+    last = end - 1
+    b = arr[np.minimum(q, last)]
+    u = (b & 0x7F).astype(np.int64)
+    ln = np.ones(len(q), dtype=np.int64)
+    more = np.flatnonzero(b >= 0x80)
+    k = 1
+    while len(more):
+        if k == max_bytes:
+            raise CorruptRecordsError(f"varint longer than {max_bytes} bytes in a record")
+        bk = arr[np.minimum(q[more] + k, last)]
+        # (only timestamp deltas reach 10 bytes; their values are not used, so the wrap of
+        # bits beyond 63 does not matter)
+        u[more] |= (bk & 0x7F).astype(np.int64) << (7 * k)
+        ln[more] = k + 1
+        more = more[bk >= 0x80]
+        k += 1
+    return (u >> 1) ^ -(u & 1), ln
+
+
+def _walk_records_vector(data: bytes, count: int, last_offset_delta: int,
+                         strict_offsets: bool) -> None:
+    end = len(data)
+    ends = np.array(_record_ends(data, count), dtype=np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    q = np.empty(count, dtype=np.int64)
+    q[0] = 0
+    q[1:] = ends[:-1]
+    _, ln = _varints_at(arr, q, end, 5)               # record length: checked by the chain
+    q += ln + 1                                       # length varint, attributes
+    _, ln = _varints_at(arr, q, end, 10)              # timestamp delta: any value
+    q += ln
+    deltas, ln = _varints_at(arr, q, end, 5)
+    q += ln
+    if strict_offsets:
+        bad = np.flatnonzero(deltas != np.arange(count))
+        if len(bad):
+            i = int(bad[0])
+            raise InvalidRecordsError(f"record {i} has offset delta {int(deltas[i])}; "
+                                      f"expected {i}")
+    elif int(deltas[0]) < 0 or int(deltas[-1]) > last_offset_delta or \
+            bool((deltas[1:] <= deltas[:-1]).any()):
+        raise InvalidRecordsError(f"offset deltas must increase from 0 up to "
+                                  f"{last_offset_delta}")
+    for what in ("key", "value"):
+        n, ln = _varints_at(arr, q, end, 5)
+        if bool((n < -1).any()):
+            raise CorruptRecordsError(f"a record has a negative {what} length")
+        q += ln + np.maximum(n, 0)
+    if not bool((q < ends).all()):
+        raise CorruptRecordsError("a record's fields run past its end")
+    with_headers = np.flatnonzero(arr[q] != 0)       # header count is not 0
+    fits = q + 1 == ends
+    fits[with_headers] = True
+    if not bool(fits.all()):
+        i = int(np.flatnonzero(~fits)[0])
+        raise CorruptRecordsError(f"record {i}'s declared length disagrees with its fields")
+    for i in with_headers.tolist():
+        _, p = decode_headers(data, int(q[i]), int(ends[i]))
+        if p != int(ends[i]):
+            raise CorruptRecordsError(f"record {i}'s declared length disagrees with its "
+                                      f"headers")
+
+
+def _walk_records_loop(data: bytes, count: int, last_offset_delta: int, *,
+                       strict_offsets: bool = True) -> None:
+    """walk_records for small batches: one plain loop over the records.
+
+    Varints are kept in zig-zag form (even = non-negative n << 1, 1 = -1, other odd values =
+    invalid negatives), which saves decoding them; short varints are read inline.
+    """
+    end = len(data)
+    p = 0
+    prev = -1
+    try:
+        for i in range(count):
+            b = data[p]
+            if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                b, p = varint_slow(data, p, end)
+                b = (b << 1) if b >= 0 else 1     # back to zig-zag form
+            if b & 1:
+                raise CorruptRecordsError(f"record {i} has a negative length")
+            rec_end = p + (b >> 1)
+            if rec_end > end:
+                raise CorruptRecordsError(f"record {i} length {b >> 1} does not fit the batch")
+            # attributes, then timestamp delta (any value: only its length matters)
+            if data[p + 1] < 0x80:
+                p += 2
+            elif data[p + 2] < 0x80:
+                p += 3
+            elif data[p + 3] < 0x80:
+                p += 4
+            else:
+                _, p = varint_slow(data, p + 1, rec_end)
+            b = data[p]
+            if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                b, p = varint_slow(data, p, rec_end)
+                b = (b << 1) if b >= 0 else 1
+            if strict_offsets:
+                if b != i << 1:
+                    raise InvalidRecordsError(f"record {i} has offset delta "
+                                              f"{(b >> 1) ^ -(b & 1)}; expected {i}")
+            else:
+                od = (b >> 1) ^ -(b & 1)
+                if od <= prev or od > last_offset_delta:
+                    raise InvalidRecordsError(f"record {i} has offset delta {od}; deltas must "
+                                              f"increase up to {last_offset_delta}")
+                prev = od
+            # key length (zig-zag: 1 = null, odd > 1 = invalid negative)
+            b = data[p]
+            if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                b, p = varint_slow(data, p, rec_end)
+                b = (b << 1) if b >= 0 else (1 if b == -1 else 3)
+            if b & 1:
+                if b != 1:
+                    raise CorruptRecordsError(f"record {i} has a negative key length")
+            else:
+                p += b >> 1
+            b = data[p]
+            if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                b, p = varint_slow(data, p, rec_end)
+                b = (b << 1) if b >= 0 else (1 if b == -1 else 3)
+            if b & 1:
+                if b != 1:
+                    raise CorruptRecordsError(f"record {i} has a negative value length")
+            else:
+                p += b >> 1
+            if p + 1 == rec_end and data[p] == 0:
+                p = rec_end
+                continue
+            if p >= rec_end:
+                raise CorruptRecordsError(f"record {i}: fields run past its end")
+            _, p = decode_headers(data, p, rec_end)
+            if p != rec_end:
+                raise CorruptRecordsError(f"record {i}'s declared length disagrees with its "
+                                          f"fields ({p - rec_end:+d} bytes)")
+    except IndexError:
+        raise CorruptRecordsError("batch ends inside a record") from None
+    if p != end:
+        raise CorruptRecordsError(f"{end - p} bytes after the batch's {count} records")

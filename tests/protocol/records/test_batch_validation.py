@@ -1,0 +1,98 @@
+"""validate_batch's two record walks (plain loop for small batches, numpy for large ones) must
+accept and refuse exactly the same bytes."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gregor.protocol.errors import CorruptMessageError, InvalidRecordError
+from gregor.protocol.primitives import DecodeError
+from gregor.protocol.records import validation
+from gregor.protocol.records.batch import decode_batch, encode_batch, validate_batch
+from gregor.protocol.records.header import HEADER_SIZE
+
+ALLOWED = (DecodeError, CorruptMessageError, InvalidRecordError)
+
+
+def section(n, seed, headers_every=0, spread=10_000, sizes=(0, 1, 60, 200, 9000)):
+    rnd = random.Random(seed)
+    recs = [(rnd.randint(0, spread), None if rnd.random() < 0.2 else bytes(rnd.randint(0, 12)),
+             None if rnd.random() < 0.1 else bytes(rnd.choice(sizes)),
+             [("h", b"v" * (i % 3)), ("n", None)] if headers_every and i % headers_every == 0
+             else None)
+            for i in range(n)]
+    return encode_batch(recs)[HEADER_SIZE:], recs
+
+
+def outcome(fn, data, n, last, strict):
+    try:
+        fn(data, n, last, strict_offsets=strict) if fn is validation._walk_records_loop \
+            else fn(data, n, last, strict)
+        return "ok"
+    except ALLOWED as e:
+        return type(e).__mro__[1].__name__     # CorruptMessageError / InvalidRecordError
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 700), st.integers(0, 2**32), st.sampled_from([0, 1, 7]),
+       st.sampled_from([0, 100, 10**7, 10**12]))
+def test_both_walks_accept_every_well_formed_section(n, seed, headers_every, spread):
+    data, _ = section(n, seed, headers_every, spread)
+    for strict in (True, False):
+        validation._walk_records_loop(data, n, n - 1, strict_offsets=strict)
+        validation._walk_records_vector(data, n, n - 1, strict)
+
+
+@pytest.mark.parametrize("headers_every", [0, 5])
+def test_both_walks_agree_on_damaged_sections(headers_every):
+    n = 300
+    good, _ = section(n, 7, headers_every, sizes=(0, 1, 3))   # mostly structure, little payload
+    rnd = random.Random(headers_every)
+    refused = 0
+    for _ in range(600):
+        buf = bytearray(good)
+        for _ in range(rnd.randint(1, 3)):
+            buf[rnd.randrange(len(buf))] = rnd.getrandbits(8)
+        data = bytes(buf)
+        for strict in (True, False):
+            a = outcome(validation._walk_records_loop, data, n, n - 1, strict)
+            b = outcome(validation._walk_records_vector, data, n, n - 1, strict)
+            # both accept, or both refuse (with several faults in one batch, the one each
+            # walk meets first, and so the error class, may differ)
+            assert (a == "ok") == (b == "ok"), (a, b)
+            refused += a != "ok"
+    assert refused > 200          # the damage mostly matters, so the comparison means something
+
+
+def test_both_walks_agree_on_truncated_and_padded_sections():
+    n = 300
+    good, _ = section(n, 3)
+    cuts = range(0, len(good), max(1, len(good) // 50))
+    for data in [good[:cut] for cut in cuts] + [good + b"\0", good + b"x" * 9]:
+        for strict in (True, False):
+            assert outcome(validation._walk_records_loop, data, n, n - 1, strict) != "ok"
+            assert outcome(validation._walk_records_vector, data, n, n - 1, strict) != "ok"
+
+
+def test_large_batch_validation_uses_the_vector_walk_and_decodes():
+    n = validation.WALK_VECTOR_MIN * 4
+    recs = [(1000 + i * 11, b"k%d" % i, b"v" * (i % 300), [("i", b"%d" % i)] if i % 97 == 0
+             else None) for i in range(n)]
+    for codec in (0, 3):
+        data = encode_batch(recs, compression=codec, producer_id=1, producer_epoch=0,
+                            base_sequence=0)
+        assert validate_batch(data, from_client=True).records_count == n
+        assert len(decode_batch(data).records) == n
+
+
+def test_vector_walk_offset_rules():
+    n = 300
+    data, _ = section(n, 11)
+    validation._walk_records_vector(data, n, n + 50, False)      # gaps allowed below the last
+    with pytest.raises(InvalidRecordError):
+        validation._walk_records_vector(data, n, n - 2, False)   # past last_offset_delta
+    with pytest.raises(CorruptMessageError):
+        validation._walk_records_vector(data, n + 1, n, True)    # a record missing
