@@ -128,6 +128,21 @@ class TansuBroker:
 
 # -- measurements ---------------------------------------------------------------------------
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc): less sensitive to a busy,
+    shared machine than wall-clock rates."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(pid: int, fn, *args) -> dict:
+    before = cpu_seconds(pid)
+    r = fn(*args)
+    r["broker_cpu_s"] = cpu_seconds(pid) - before
+    return r
+
+
 def create_topic(bootstrap: str, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
@@ -257,8 +272,11 @@ def main() -> int:
             for name in names:
                 boot, topic = brokers[name].bootstrap, f"bench-{rnd}"
                 create_topic(boot, topic)
-                runs[name]["produce"].append(produce_throughput(boot, topic, args.records))
-                runs[name]["fetch"].append(fetch_throughput(boot, topic, args.records))
+                pid = brokers[name].proc.pid
+                runs[name]["produce"].append(measured(pid, produce_throughput, boot, topic,
+                                                      args.records))
+                runs[name]["fetch"].append(measured(pid, fetch_throughput, boot, topic,
+                                                    args.records))
                 runs[name]["latency"].append(produce_latency(boot, "latency", args.rate,
                                                              args.latency_seconds))
                 # the Java producer's in-flight limit, next to librdkafka's default of 1,000,000
@@ -267,8 +285,9 @@ def main() -> int:
                     {"max.in.flight.requests.per.connection": 5}))
                 pr, fe = runs[name]["produce"][-1], runs[name]["fetch"][-1]
                 print(f"round {rnd + 1} {name:7s} produce {pr['msgs_s']:>10,.0f} msgs/s "
-                      f"{pr['mb_s']:6.1f} MB/s | fetch {fe['msgs_s']:>10,.0f} msgs/s "
-                      f"{fe['mb_s']:6.1f} MB/s | p99 {runs[name]['latency'][-1]['p99_ms']:.2f} ms"
+                      f"{pr['mb_s']:6.1f} MB/s ({pr['broker_cpu_s']:.1f} broker CPU s) | fetch "
+                      f"{fe['msgs_s']:>10,.0f} msgs/s {fe['mb_s']:6.1f} MB/s "
+                      f"({fe['broker_cpu_s']:.1f} broker CPU s) | p99 {runs[name]['latency'][-1]['p99_ms']:.2f} ms"
                       f" (in-flight 5: {runs[name]['latency5'][-1]['p99_ms']:.2f} ms)", flush=True)
     finally:
         for b in brokers.values():
@@ -281,9 +300,12 @@ def main() -> int:
                              "fetch": best(runs[name]["fetch"], "msgs_s"),
                              "latency": best(runs[name]["latency"], "p99_ms", lowest=True),
                              "latency5": best(runs[name]["latency5"], "p99_ms", lowest=True)}
+        cpu_p = min(x["broker_cpu_s"] for x in runs[name]["produce"])
+        cpu_f = min(x["broker_cpu_s"] for x in runs[name]["fetch"])
         print(f"{name:7s} produce {r['produce']['msgs_s']:>11,.0f} msgs/s "
               f"{r['produce']['mb_s']:7.1f} MB/s | fetch {r['fetch']['msgs_s']:>11,.0f} msgs/s "
-              f"{r['fetch']['mb_s']:7.1f} MB/s")
+              f"{r['fetch']['mb_s']:7.1f} MB/s | broker CPU: produce {cpu_p:.2f} s, "
+              f"fetch {cpu_f:.2f} s")
         for key, label in (("latency", "in-flight default"), ("latency5", "in-flight 5")):
             lat = r[key]
             print(f"{'':7s} latency ({label}) at {lat['rate']:,.0f} msgs/s: "
@@ -291,6 +313,9 @@ def main() -> int:
                   f"max {lat['max_ms']:.2f} ms (librdkafka rtt p99 {lat['rtt_p99_ms']:.2f} ms)")
     if "gregor" in results and "tansu" in results:
         g, t = results["gregor"], results["tansu"]
+        cpu = {n: min(x["broker_cpu_s"] for x in runs[n]["produce"]) for n in ("gregor", "tansu")}
+        print(f"broker CPU per 1M records produced: gregor {cpu['gregor'] * 1e6 / args.records:.2f}"
+              f" s, tansu {cpu['tansu'] * 1e6 / args.records:.2f} s")
         print(f"ratio gregor/tansu: produce {g['produce']['msgs_s'] / t['produce']['msgs_s']:.2f}x "
               f"(target >= 1.0x), fetch {g['fetch']['msgs_s'] / t['fetch']['msgs_s']:.2f}x; "
               f"p99 latency {g['latency']['p99_ms']:.2f} ms vs {t['latency']['p99_ms']:.2f} ms "

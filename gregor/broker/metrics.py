@@ -2,16 +2,21 @@
 connections, purgatory sizes, partition log sizes and offsets.
 
 Each broker has its own CollectorRegistry (so tests can run several brokers in one process);
-`serve(port)` exposes it over HTTP on 127.0.0.1 for `--metrics-port`. Label children are
-resolved once per API key and cached, keeping per-request cost to a dict lookup and an add.
+`serve(port)` exposes it over HTTP on 127.0.0.1 for `--metrics-port`. The per-request
+counters and latency histograms are plain ints and lists updated on the event loop (no locks:
+prometheus-client's own metric objects cost ~1 us per update with their locks, several times
+per request); a collector turns them into metric families when scraped.
 """
 from __future__ import annotations
 
 import logging
 from typing import Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from bisect import bisect_left
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    HistogramMetricFamily)
 
 from ..protocol import messages
 
@@ -31,49 +36,43 @@ def _api_name(key: int) -> str:
 class BrokerMetrics:
     def __init__(self):
         self.registry = r = CollectorRegistry(auto_describe=True)
-        self._bytes_in = Counter("gregor_broker_bytes_in", "Bytes received from clients",
-                                 registry=r)
-        self._bytes_out = Counter("gregor_broker_bytes_out", "Bytes sent to clients", registry=r)
-        self._requests = Counter("gregor_broker_requests", "Requests received", ["api"],
-                                 registry=r)
         self._errors = Counter("gregor_broker_errors",
                                "Errors returned (per partition or request) or connections "
                                "closed on bad requests", ["api", "error"], registry=r)
-        self._latency = Histogram("gregor_broker_request_latency_seconds",
-                                  "Time from receiving a request to writing its response",
-                                  ["api"], buckets=_LATENCY_BUCKETS, registry=r)
         self._connections = Gauge("gregor_broker_connections", "Open client connections",
                                   registry=r)
-        self._records_in = Counter("gregor_broker_messages_in", "Records appended", registry=r)
-        self._req_children: dict[int, object] = {}
-        self._lat_children: dict[int, object] = {}
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self.records_appended = 0
+        self.requests: dict[int, int] = {}
+        # api key -> [bucket counts (len(buckets) + 1 for +Inf), sum of seconds]
+        self.latencies: dict[int, list] = {}
+        r.register(_RequestCollector(self))
         self._http = None
 
     # -- hot path ------------------------------------------------------------------------
 
     def bytes_in(self, n: int) -> None:
-        self._bytes_in.inc(n)
+        self.bytes_received += n
 
     def bytes_out(self, n: int) -> None:
-        self._bytes_out.inc(n)
+        self.bytes_sent += n
 
     def request(self, api_key: int) -> None:
-        c = self._req_children.get(api_key)
-        if c is None:
-            c = self._req_children[api_key] = self._requests.labels(_api_name(api_key))
-        c.inc()
+        self.requests[api_key] = self.requests.get(api_key, 0) + 1
 
     def latency(self, api_key: int, seconds: float) -> None:
-        h = self._lat_children.get(api_key)
+        h = self.latencies.get(api_key)
         if h is None:
-            h = self._lat_children[api_key] = self._latency.labels(_api_name(api_key))
-        h.observe(seconds)
+            h = self.latencies[api_key] = [[0] * (len(_LATENCY_BUCKETS) + 1), 0.0]
+        h[0][bisect_left(_LATENCY_BUCKETS, seconds)] += 1
+        h[1] += seconds
 
     def error(self, api_key: int, error_name: str = "CONNECTION_CLOSED") -> None:
         self._errors.labels(_api_name(api_key), error_name).inc()
 
     def records_in(self, n: int) -> None:
-        self._records_in.inc(n)
+        self.records_appended += n
 
     def connection_opened(self) -> None:
         self._connections.inc()
@@ -100,6 +99,36 @@ class BrokerMetrics:
         if self._http is not None:
             self._http.shutdown()
             self._http = None
+
+
+class _RequestCollector:
+    """The hot-path counters as Prometheus metric families, built when scraped."""
+
+    def __init__(self, m: BrokerMetrics):
+        self.m = m
+
+    def collect(self):
+        m = self.m
+        yield CounterMetricFamily("gregor_broker_bytes_in", "Bytes received from clients",
+                                  value=m.bytes_received)
+        yield CounterMetricFamily("gregor_broker_bytes_out", "Bytes sent to clients",
+                                  value=m.bytes_sent)
+        yield CounterMetricFamily("gregor_broker_messages_in", "Records appended",
+                                  value=m.records_appended)
+        req = CounterMetricFamily("gregor_broker_requests", "Requests received", labels=["api"])
+        for key, n in sorted(dict(m.requests).items()):
+            req.add_metric([_api_name(key)], n)
+        yield req
+        lat = HistogramMetricFamily("gregor_broker_request_latency_seconds",
+                                    "Time from receiving a request to writing its response",
+                                    labels=["api"])
+        for key, (counts, total) in sorted(dict(m.latencies).items()):
+            buckets, acc = [], 0
+            for bound, c in zip(list(_LATENCY_BUCKETS) + [float("inf")], list(counts)):
+                acc += c
+                buckets.append(("+Inf" if bound == float("inf") else repr(bound), acc))
+            lat.add_metric([_api_name(key)], buckets, total)
+        yield lat
 
 
 class _PurgatoryCollector:

@@ -188,11 +188,14 @@ class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerA
     def partitions(self, start: dict, end: dict):
         begin = off.from_json(start)
         stop = off.from_json(end)
-        new = [tp for tp in stop if tp not in begin]
-        if new:
-            begin.update(self.meta.earliest(new))
-        earliest = self.meta.earliest(list(stop))
-        begin = off.check_ranges({tp: begin[tp] for tp in stop}, stop, earliest,
+        # Only partitions that moved are asked about (a vanished partition keeps its offset and
+        # must not be queried); a partition new since `start` begins at its earliest offset.
+        moved = [tp for tp in stop if begin.get(tp) != stop[tp]]
+        if not moved:
+            return []
+        earliest = self.meta.earliest(moved)
+        begin = {tp: begin.get(tp, earliest[tp]) for tp in moved}
+        begin = off.check_ranges(begin, {tp: stop[tp] for tp in moved}, earliest,
                                  fail_on_data_loss=self.opts.fail_on_data_loss, context="streaming query")
         return _as_partitions(off.plan_ranges(begin, stop, self.opts.min_partitions))
 

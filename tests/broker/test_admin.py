@@ -200,7 +200,8 @@ def test_api_versions_table(tmp_path):
             assert table[key][0] <= v <= table[key][1], (key, table[key])
         assert table[3][0] <= 4
         # nothing we do not implement (consumer groups, transactions) is advertised
-        assert not {10, 11, 12, 13, 14, 24, 25, 26} & set(table)
+        assert not {8, 9, 11, 12, 13, 14, 24, 25, 26} & set(table)
+        assert table[10][0] == 0     # FindCoordinator v0: librdkafka's condition for LZ4
         # kafka-python infers a modern broker from this table
         from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
         assert infer_broker_version_from_api_versions(table) >= (1, 0)
@@ -230,4 +231,13 @@ def test_alter_configs_replaces_topic_settings_and_applies_them(tmp_path):
         assert await alter({"nonsense": "1"}) == ErrorCode.INVALID_CONFIG
         assert await alter({}, name="missing") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert await alter({}, name="0", rtype=4) == ErrorCode.INVALID_REQUEST
+    run_broker(tmp_path, s)
+
+
+def test_find_coordinator(tmp_path):
+    async def s(b):
+        r = await call(b, "FindCoordinator", 0, {"key": "group-1"})
+        assert (r["error_code"], r["node_id"], r["port"]) == (0, 0, b.advertised_port)
+        r = await call(b, "FindCoordinator", 2, {"key": "tx", "key_type": 1})
+        assert r["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
     run_broker(tmp_path, s)

@@ -244,3 +244,16 @@ def test_transactional_init_is_refused(tmp_path):
                                                  "transaction_timeout_ms": 60000})
         assert r["error_code"] != 0 and r["producer_id"] == -1
     run_broker(tmp_path, s)
+
+
+def test_a_producer_bumping_its_own_epoch_restarts_at_sequence_0(tmp_path):
+    async def s(b):
+        await create(b, "t")
+        pid, _ = await _init_pid(b)
+        for epoch, seq, value in ((0, 0, b"a"), (0, 1, b"b"), (1, 0, b"c")):
+            data = batch(value, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+            r = presp(await call(b, "Produce", 8, produce_body("t", data)))
+            assert r["error_code"] == 0, (epoch, seq, r)
+        # every InitProducerId without a transactional id hands out a new id (as Kafka does)
+        assert (await _init_pid(b))[0] != pid
+    run_broker(tmp_path, s)

@@ -163,7 +163,7 @@ _record = st.tuples(st.integers(min_value=0, max_value=2**40), _maybe_bytes, _ma
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_record, min_size=1, max_size=40), st.sampled_from([C.NONE, C.LZ4, C.GZIP]),
+@given(st.lists(_record, min_size=1, max_size=90), st.sampled_from([C.NONE, C.LZ4, C.GZIP]),
        st.integers(min_value=0, max_value=10**12))
 def test_round_trip_any_records(rs, codec, base):
     data = encode_batch([(ts, k, v, h or None) for ts, k, v, h in rs], base_offset=base,
@@ -202,3 +202,22 @@ def test_vector_decoder_declines_batches_with_headers():
     body = encode_batch(recs(40, headers=False), base_offset=0)[61:]
     assert vd.decode_columns([body], [40]) is not None
     assert vd.decode_columns([body[:-3]], [40]) is None  # truncated: the loop reports it
+
+
+_plain_record = st.tuples(st.integers(min_value=0, max_value=2**40), _maybe_bytes, _maybe_bytes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_plain_record, min_size=1, max_size=60), min_size=1, max_size=4),
+       st.integers(min_value=0, max_value=50))
+def test_round_trip_headerless_fetches(batches, skip):
+    # Headerless batches take the numpy path when a fetch holds >= 32 records.
+    data, base, flat = b"", 0, []
+    for rs in batches:
+        data += encode_batch([(ts, k, v, None) for ts, k, v in rs], base_offset=base)
+        flat += [(base + i, ts, k, v) for i, (ts, k, v) in enumerate(rs)]
+        base += len(rs)
+    pr = decode_partition(data, "t", 0, skip)
+    want = [r for r in flat if r[0] >= skip]
+    assert list(zip(pr.offsets, pr.timestamps, pr.keys, pr.values)) == want
+    assert pr.headers == [[] for _ in want] and pr.next_offset == max(base, skip)

@@ -209,3 +209,17 @@ def test_old_fetch_versions_read_legacy_message_sets(fetch_version, magic, clien
         assert {(r.timestamp, r.timestamp_type) for r in got} == {(-1, -1)}
     else:
         assert [r.timestamp for r in got] == [T0 + i for i in range(6)]
+
+
+def test_tiny_fetch_limits_still_make_progress(client_broker, new_topic):
+    # Brokers return at least one whole batch even when it exceeds max.partition.fetch.bytes
+    # and fetch.max.bytes (KIP-74), so a consumer with tiny limits still reads everything.
+    topic = new_topic(2)
+    p = confluent_kafka.Producer({"bootstrap.servers": client_broker.bootstrap,
+                                  "linger.ms": 20})
+    for i in range(40):
+        p.produce(topic, value=b"%04d" % i + b"x" * 1000, partition=i % 2)
+    assert p.flush(30) == 0
+    got = read_all(client_broker.bootstrap, topic, 2, 40,
+                   **{"max.partition.fetch.bytes": 64, "fetch.max.bytes": 128})
+    assert sorted(int(r.value[:4]) for r in got) == list(range(40))

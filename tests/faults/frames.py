@@ -7,12 +7,11 @@ non-flexible versions are built here, which every broker must accept.
 """
 from __future__ import annotations
 
+import gzip
 import random
 import socket
 import struct
 import time
-
-import gzip
 import zlib
 
 import crc32c

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.faults import frames
-from tests.faults.conftest import assert_alive
+from tests.faults.checks import assert_alive
 from tests.interop.targets import target_name
 from tests.support.broker import BrokerProcess
 
@@ -65,9 +65,20 @@ def test_max_connections_is_enforced_and_freed_slots_are_reused(limited_broker):
     held = []
     try:
         for i in range(MAX_CONNECTIONS):
-            s = frames.connect(b.port)
-            s.sendall(frames.api_versions_v0(i))
-            frames.read_response(s)
+            # earlier tests' connections may still be counted for a moment: retry briefly
+            deadline = time.monotonic() + WAIT_S
+            while True:
+                s = frames.connect(b.port)
+                try:
+                    s.settimeout(2.0)
+                    s.sendall(frames.api_versions_v0(i))
+                    frames.read_response(s)
+                    break
+                except (OSError, ConnectionError):
+                    s.close()
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
             held.append(s)
         # One more: Kafka either closes it or leaves it unserved until a slot frees up.
         extra = frames.connect(b.port)

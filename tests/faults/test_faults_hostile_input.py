@@ -11,7 +11,8 @@ import time
 import pytest
 
 from tests.faults import frames
-from tests.faults.conftest import assert_alive, tracebacks
+from tests.faults.checks import (assert_alive, read_whole_partition, real_client_roundtrip,
+                                 tracebacks)
 
 pytestmark = pytest.mark.interop
 
@@ -222,45 +223,3 @@ def test_fuzz_ten_thousand_hostile_frames_then_a_real_client_works(fault_broker,
     read_whole_partition(b.bootstrap, topic)
     tb = tracebacks(b)
     assert not tb, f"{len(tb)} tracebacks in the broker output, first:\n{tb[0]}"
-
-
-def real_client_roundtrip(bootstrap: str, topic: str, n: int = 100) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep a reference while waiting
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for i in range(n):
-        p.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
-    assert p.flush(60) == 0, "a real producer could not deliver after the hostile input"
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "after-fuzz",
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    got = []
-    deadline = time.monotonic() + 60
-    while len(got) < n and time.monotonic() < deadline:
-        for m in c.consume(100, 0.5):
-            assert not m.error(), m.error()
-            got.append((m.offset(), m.key(), m.value()))
-    c.close()
-    assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(n)]
-
-
-def read_whole_partition(bootstrap: str, topic: str) -> None:
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz-check", "check.crcs": True,
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)
-        c.assign([TopicPartition(topic, 0, lo)])
-        deadline = time.monotonic() + 60
-        last = lo - 1
-        while last < hi - 1 and time.monotonic() < deadline:
-            for m in c.consume(1000, 0.5):
-                if m.error():
-                    assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                    continue
-                last = m.offset()
-        assert last >= hi - 1, f"read up to offset {last}, high watermark {hi}"
-    finally:
-        c.close()

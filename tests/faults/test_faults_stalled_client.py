@@ -6,8 +6,7 @@ import time
 import pytest
 
 from tests.faults import frames
-from tests.faults.conftest import assert_alive
-from tests.faults.test_faults_hostile_input import real_client_roundtrip
+from tests.faults.checks import assert_alive, real_client_roundtrip
 
 pytestmark = pytest.mark.interop
 

@@ -17,16 +17,10 @@ def target(tmp_path_factory):
     try:
         yield b
     finally:
-        b.stop()
-        assert_survived(b)
-
-
-def assert_survived(b) -> None:
-    # A broker that crashed mid-module shows up here with its output, not as a pile of
-    # confusing client timeouts only.
-    rc = getattr(b.proc, "returncode", None)
-    if rc not in (0, None, -15) and hasattr(b, "log_text"):
-        print(f"broker exited with {rc}; last output:\n{b.log_text()[-3000:]}")
+        rc = b.stop()
+    if target_name() == "gregor":
+        # SIGTERM is a graceful stop: exit 0 (a crash mid-module shows up here too)
+        assert rc == 0, f"broker exit code {rc} on SIGTERM; output:\n{b.log_text()[-3000:]}"
 
 
 @pytest.fixture
@@ -34,7 +28,3 @@ def topic_name(request):
     """A topic name unique in the session, readable in broker logs."""
     base = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")
     return f"{base[:60]}-{next(_topic_seq)}"
-
-
-def is_tansu() -> bool:
-    return target_name() == "tansu"

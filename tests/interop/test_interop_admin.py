@@ -210,3 +210,57 @@ def test_cluster_metadata_as_clients_see_it(admin, target, topic_name):
     assert sorted(t.partitions) == [0, 1, 2]
     for p in t.partitions.values():
         assert (p.leader, p.replicas, p.isrs, p.error) == (broker.id, [broker.id], [broker.id], None)
+
+
+@pytest.mark.parametrize("reset,expected_first", [("earliest", 0), ("latest", None)])
+def test_fetch_past_the_end_is_out_of_range_and_the_client_resets(target, admin, topic_name,
+                                                                  reset, expected_first):
+    """A fetch at an offset past the high watermark gets OFFSET_OUT_OF_RANGE; the client then
+    applies auto.offset.reset (earliest: read from 0; latest: only new records)."""
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=TIMEOUT_S)
+    recs, _ = produce(target.bootstrap, topic_name, 20)
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "reset",
+                  "enable.auto.commit": False, "auto.offset.reset": reset})
+    try:
+        c.assign([TopicPartition(topic_name, 0, 1000)])
+        got = []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(got) < 20:
+            got += [m.offset() for m in c.consume(100, 0.2) if not m.error()]
+        if expected_first is None:
+            assert got == [], f"auto.offset.reset=latest still read {got[:5]}"
+            p = Producer({"bootstrap.servers": target.bootstrap})
+            p.produce(topic_name, value=b"new", partition=0)
+            assert p.flush(TIMEOUT_S) == 0
+            deadline = time.monotonic() + TIMEOUT_S
+            while not got and time.monotonic() < deadline:
+                got += [m.offset() for m in c.consume(100, 0.2) if not m.error()]
+            assert got == [20]
+        else:
+            assert got == list(range(20))
+    finally:
+        c.close()
+
+
+def test_min_insync_replicas_above_the_isr_rejects_acks_all_only(target, admin, topic_name):
+    """min.insync.replicas=2 on a one-broker topic: acks=all gets NOT_ENOUGH_REPLICAS and
+    nothing is appended; acks=1 is unaffected."""
+    from kafka import KafkaProducer
+    from kafka.errors import NotEnoughReplicasError
+    admin.create_topics([NewTopic(topic_name, 1, 1, config={"min.insync.replicas": "2"})])[
+        topic_name].result(timeout=TIMEOUT_S)
+    strict = KafkaProducer(bootstrap_servers=target.bootstrap, acks="all", retries=0,
+                           enable_idempotence=False)
+    try:
+        with pytest.raises(NotEnoughReplicasError):
+            strict.send(topic_name, b"must-not-land", partition=0).get(timeout=TIMEOUT_S)
+    finally:
+        strict.close(timeout=10)
+    relaxed = KafkaProducer(bootstrap_servers=target.bootstrap, acks=1)
+    try:
+        md = relaxed.send(topic_name, b"lands", partition=0).get(timeout=TIMEOUT_S)
+    finally:
+        relaxed.close(timeout=10)
+    assert md.offset == 0, "the rejected acks=all record was appended anyway"
+    got = consume(target.bootstrap, topic_name, 0, 1)
+    assert [(m.offset(), m.value()) for m in got] == [(0, b"lands")]

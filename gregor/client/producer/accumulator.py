@@ -13,12 +13,15 @@ import time
 
 from ..errors import KafkaTimeoutError, ProducerClosedError
 from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
+from .staging import KeyedStage, distribute
 
 
 # Python-side bytes a queued record costs beyond its wire size: three list slots (24), the
 # timestamp int (32) and the headers of the key and value bytes objects (2 x 33). Charged to
 # the BufferPool when a batch stops taking records, so buffer.memory bounds real memory.
 PY_RECORD_OVERHEAD = 122
+# What an encoded batch keeps per record: its timestamp (a list slot and an int object).
+TIMESTAMP_OVERHEAD = 40
 
 
 def estimate_record_size(key, value, headers) -> int:
@@ -33,6 +36,21 @@ def estimate_record_size(key, value, headers) -> int:
 # Largest batch that merging makes: Kafka's default message.max.bytes (1 MiB + 12) with room
 # to spare, so a broker with default limits never refuses a merged batch.
 MERGE_LIMIT = 1_000_000
+
+
+def _stage_put(st: KeyedStage, rec, timestamp, key, value, callback):
+    from .batch import FutureRecordMetadata
+    keys = st.keys
+    i = len(keys)
+    keys.append(key)
+    st.values.append(value)
+    st.timestamps.append(timestamp)
+    st.size += rec
+    if callback is not None:
+        if st.callbacks is None:
+            st.callbacks = []
+        st.callbacks.append((i, callback))
+    return FutureRecordMetadata(st.result, i)
 
 
 def _fresh(b: ProducerBatch) -> bool:
@@ -67,6 +85,8 @@ class RecordAccumulator:
         self.topics: dict[str, list] = {}
         # topic -> list indexed by partition of the batch still taking records (or None).
         self.open: dict[str, list] = {}
+        # topic -> keyed records waiting to be partitioned in one pass (see staging.py).
+        self.stages: dict[str, KeyedStage] = {}
         self.incomplete: set[ProducerBatch] = set()
         self.flushes_in_progress = 0
         self.closed = False
@@ -121,6 +141,8 @@ class RecordAccumulator:
         opened (None when it joined an open one). Blocks up to max_block_s for buffer memory
         when a new batch is needed."""
         with self.lock:
+            if self.stages and topic in self.stages:
+                self._flush_stage(topic)  # staged records of the topic go first
             self.deque_for(topic, partition)
             b = self.open[topic][partition]
             if b is not None:
@@ -157,10 +179,62 @@ class RecordAccumulator:
             if size:
                 self.pool.deallocate(size)
 
+    # -- keyed staging (see staging.py) -----------------------------------------------------
+    def stage_append(self, topic, n, timestamp, key, value, callback, max_block_s, now=None):
+        """Stage a keyed record of a topic with n partitions; returns (future, new_stage)."""
+        rec = RECORD_OVERHEAD + len(key) + (len(value) if value is not None else 0)
+        with self.lock:
+            st = self.stages.get(topic)
+            if st is not None:
+                if st.size + rec <= st.capacity and st.n == n:
+                    return _stage_put(st, rec, timestamp, key, value, callback), None
+                self._flush_stage(topic)
+        if self.closed:
+            raise ProducerClosedError("send() after close(): the producer is closed")
+        cap = max(min(self.batch_size * n, MERGE_LIMIT), rec + BATCH_OVERHEAD)
+        self.pool.allocate(cap, max_block_s)
+        with self.lock:
+            if self.closed:
+                self.pool.deallocate(cap)
+                raise ProducerClosedError("send() after close(): the producer is closed")
+            st = self.stages.get(topic)
+            if st is not None:
+                if st.size + rec <= st.capacity and st.n == n:
+                    self.pool.deallocate(cap)  # another thread opened one meanwhile
+                    return _stage_put(st, rec, timestamp, key, value, callback), None
+                self._flush_stage(topic)
+            st = self.stages[topic] = KeyedStage(topic, n, cap, cap,
+                                                 self.clock() if now is None else now)
+            return _stage_put(st, rec, timestamp, key, value, callback), st
+
+    def _flush_stage(self, topic: str) -> None:
+        """Partition the topic's staged records into queued batches (lock held)."""
+        st = self.stages.pop(topic)
+        if not st.keys:
+            self.pool.deallocate(st.reserved)
+            return
+        for b in distribute(st, self.compression, self.batch_size):
+            dq = self.deque_for(topic, b.partition)
+            self._close_open(topic, b.partition)
+            b.interceptors = self.interceptors
+            extra = len(b.keys) * PY_RECORD_OVERHEAD
+            self.pool.charge(extra)
+            b.reserved += extra
+            dq.append(b)
+            self.incomplete.add(b)
+
+    def flush_stages(self, topic: str | None = None) -> None:
+        with self.lock:
+            for t in ([topic] if topic is not None else list(self.stages)):
+                if t in self.stages:
+                    self._flush_stage(t)
+
     def add_batch(self, batch: ProducerBatch) -> None:
         """Queue a complete batch built elsewhere (send_batch's bulk path); its memory is
         already reserved."""
         with self.lock:
+            if self.stages and batch.topic in self.stages:
+                self._flush_stage(batch.topic)
             dq = self.deque_for(batch.topic, batch.partition)
             self._close_open(batch.topic, batch.partition)
             batch.full = True
@@ -182,6 +256,12 @@ class RecordAccumulator:
         linger = self.linger
         txn = self.txn
         with self.lock:
+            for topic, st in list(self.stages.items()):
+                waited = now - st.created
+                if urgent or waited >= linger:
+                    self._flush_stage(topic)
+                else:
+                    next_delay = min(next_delay, linger - waited)
             for topic, parts in self.topics.items():
                 tinfo = metadata.topics.get(topic)
                 for p, dq in enumerate(parts):
@@ -259,7 +339,22 @@ class RecordAccumulator:
             for b in batches:
                 if b.data is None:
                     b.close()
+                    self._account_encoded(b)
+                elif b.stale:
+                    b.rewrite_producer_fields()
         return out
+
+    def _account_encoded(self, b: ProducerBatch) -> None:
+        """From now on the batch holds its encoded bytes and its timestamps list: make the
+        pool reservation say so, and let the per-record objects go."""
+        held = len(b.data) + TIMESTAMP_OVERHEAD * b.record_count
+        delta = b.reserved - held
+        if delta > 0:
+            self.pool.deallocate(delta)
+        elif delta < 0:
+            self.pool.charge(-delta)
+        b.reserved = held
+        b.release_records()
 
     def _merge_queued(self, b: ProducerBatch, dq, room: int) -> int:
         """Fold the batches queued behind b (same partition, never sent) into b, up to
@@ -267,7 +362,9 @@ class RecordAccumulator:
         carries one batch per partition, so sending them one by one would cap throughput at
         batch.size per round trip. Records are still encoded only once, at close(). Returns
         b's new size estimate."""
-        limit = min(MERGE_LIMIT, room)
+        # Also at most an eighth of buffer.memory: a merged batch is encoded (and copied into
+        # its request) while its records still count against the pool.
+        limit = min(MERGE_LIMIT, room, self.pool.total // 8)
         est = b.estimated_size()
         while dq:
             nxt = dq[0]
@@ -338,6 +435,8 @@ class RecordAccumulator:
     def abort_undrained(self, error) -> list[ProducerBatch]:
         """Remove and return every queued batch (close without draining)."""
         with self.lock:
+            for t in list(self.stages):
+                self._flush_stage(t)
             out = []
             for parts in self.topics.values():
                 for dq in parts:
@@ -353,7 +452,8 @@ class RecordAccumulator:
 
     def has_undrained(self) -> bool:
         with self.lock:
-            return any(dq for parts in self.topics.values() for dq in parts)
+            return bool(self.stages) or any(dq for parts in self.topics.values()
+                                            for dq in parts)
 
     def queue_sizes(self, topic: str) -> list[int]:
         parts = self.topics.get(topic) or []

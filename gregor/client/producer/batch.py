@@ -11,13 +11,21 @@ send() gets a small `FutureRecordMetadata` holding the result and its index in t
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from typing import NamedTuple
 
 from ...protocol.records.builder import build_batch_bulk
+from ...protocol.records.header import CRC_OFFSET, compute_crc
 from ..errors import KafkaTimeoutError
 
 log = logging.getLogger("gregor.client.producer")
+
+# Where the idempotence fields sit in a v2 batch header: producer id (int64), epoch (int16),
+# base sequence (int32), one after the other.
+PRODUCER_ID_OFFSET = 43
+_PRODUCER_FIELDS = struct.Struct(">qhi")
+_CRC = struct.Struct(">I")
 
 # Per-record bytes beyond key and value in a v2 batch (attributes, deltas, varint lengths,
 # header count) for records up to 8 KiB: the same estimate the records layer uses.
@@ -55,6 +63,10 @@ class ProduceResult:
         """(result, index) holding record `index` after any splits."""
         r = self
         while r.split is not None:
+            if type(r.split) is tuple:  # a staged block, routed record by record
+                parts, pos, children = r.split
+                r, index = children[parts[index]], pos[index]
+                continue
             start, child = r.split[0]
             for s, c in r.split:
                 if s > index:
@@ -156,7 +168,7 @@ class ProducerBatch:
                  "max_bytes", "compression", "result", "callbacks", "created", "attempts",
                  "retry_at", "reserved", "data", "base_sequence", "producer_id",
                  "producer_epoch", "in_retry", "drained_at", "final", "full", "bytes_in",
-                 "interceptors", "bulk", "no_merge")
+                 "interceptors", "bulk", "no_merge", "count", "stale")
 
     def __init__(self, topic, partition, now, reserved, max_bytes, compression):
         self.topic = topic
@@ -186,10 +198,12 @@ class ProducerBatch:
         self.interceptors = None
         self.bulk = False             # made by send_batch
         self.no_merge = False         # a split product: merging it back would undo the split
+        self.count = -1               # record count once the record lists are released
+        self.stale = False            # data's producer id/epoch/sequence need rewriting
 
     @property
     def record_count(self) -> int:
-        return len(self.keys)
+        return len(self.keys) if self.keys is not None else self.count
 
     def try_append(self, timestamp, key, value, headers, callback) -> FutureRecordMetadata | None:
         """Append unless the batch is full (the first record always goes in)."""
@@ -259,6 +273,32 @@ class ProducerBatch:
                                      base_sequence=self.base_sequence)
         return self.data
 
+    def release_records(self) -> None:
+        """Once encoded, the bytes are all a retry needs: drop the per-record objects so a
+        batch in flight costs its wire size, not that plus Python overhead."""
+        self.count = len(self.keys)
+        self.keys = self.values = self.headers = None
+
+    def rewrite_producer_fields(self) -> None:
+        """Put the current producer id / epoch / base sequence into the encoded batch (after
+        an epoch bump) without re-encoding its records."""
+        buf = bytearray(self.data)
+        _PRODUCER_FIELDS.pack_into(buf, PRODUCER_ID_OFFSET, self.producer_id,
+                                   self.producer_epoch, self.base_sequence)
+        _CRC.pack_into(buf, CRC_OFFSET, compute_crc(buf, 0, len(buf)))
+        self.data = bytes(buf)
+        self.stale = False
+
+    def records_for_split(self):
+        """(timestamps, keys, values, headers) of the batch, from the lists or the bytes."""
+        if self.keys is not None:
+            return self.result.timestamps, self.keys, self.values, self.headers
+        from ...protocol.records.batch import decode_batches
+        recs = decode_batches(self.data)[0].records
+        hdrs = [r.headers or None for r in recs]
+        return ([r.timestamp for r in recs], [r.key for r in recs], [r.value for r in recs],
+                hdrs if any(hdrs) else None)
+
     def estimated_size(self) -> int:
         return len(self.data) if self.data is not None else self.size
 
@@ -286,7 +326,7 @@ class ProducerBatch:
             for _, fn, fut in sorted(done_cbs, key=lambda t: t[0]):
                 _safe_call(fn, fut)
         if self.interceptors:
-            for i in range(len(self.keys)):
+            for i in range(self.record_count):
                 md = _metadata(r, i) if error is None else None
                 for ic in self.interceptors:
                     fn = getattr(ic, "on_acknowledgement", None)

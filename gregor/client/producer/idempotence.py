@@ -105,7 +105,8 @@ class IdempotenceManager:
             batch.producer_id = self.producer_id
             batch.producer_epoch = self.producer_epoch
             self._next_seq[tp] = (seq + batch.record_count) & 0x7FFFFFFF
-            batch.data = None  # rebuild the bytes with the new fields
+            if batch.data is not None:
+                batch.stale = True  # rewrite the fields in the encoded bytes
         lst = self._in_flight.setdefault(tp, [])
         lst.append(batch)
         lst.sort(key=_seq_key)

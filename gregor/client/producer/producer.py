@@ -120,6 +120,10 @@ class Producer:
         self._fast: dict[str, tuple] = {}
         self._sticky_state: dict[str, list] = {}  # topic -> [partition, bytes since boundary]
         self._builtin = isinstance(self._partitioner, BuiltInPartitioner)
+        # Keyed records may be staged and hashed in bulk only when that is exactly Java's
+        # default partitioning (see staging.py) and they fit a batch (larger ones go alone).
+        self._stage_keyed = self._builtin and not self._ignore_keys
+        self._stage_max = self._acc.batch_size - BATCH_OVERHEAD - 64
         self._plain = not (self._interceptors or self._key_ser or self._value_ser)
         self._acc_lock = self._acc.lock
         self._metadata.listeners.append(self._on_metadata)
@@ -147,6 +151,18 @@ class Producer:
                                           callback)
                     p = ss[0]
                     ss[1] += (len(value) if value is not None else 0) + 12
+                elif self._stage_keyed and len(key) + (len(value) if value is not None
+                                                       else 0) < self._stage_max:
+                    # Keyed, several partitions, default partitioner: hash later, many at once.
+                    if timestamp_ms is None:
+                        timestamp_ms = _time_ns() // 1000000
+                    fut, stage = self._acc.stage_append(topic, n, timestamp_ms, key, value,
+                                                        callback, self._max_block)
+                    if stage is not None:
+                        sender = self._sender
+                        if sender.idle_until > stage.created + sender.linger:
+                            self._network.wakeup()
+                    return fut
                 else:
                     p = self._partitioner(topic, key, value, n, avail)
             else:
@@ -156,7 +172,7 @@ class Producer:
                     timestamp_ms = _time_ns() // 1000000
                 lock = self._acc_lock
                 lock.acquire()
-                b = opened[p]
+                b = None if self._acc.stages and topic in self._acc.stages else opened[p]
                 if b is not None:
                     size = b.size + 12
                     if key is not None:
@@ -372,6 +388,7 @@ class Producer:
         """Wait until every record sent before this call is acknowledged or failed."""
         started = self._clock()
         deadline = None if timeout is None else started + timeout
+        self._acc.flush_stages()  # staged records become batches created before `started`
         self._acc.begin_flush()
         self._network.wakeup()
         try:
@@ -391,6 +408,12 @@ class Producer:
             sender.initiate_close()
         thread = sender.thread
         if thread is None:
+            return
+        if thread is threading.current_thread():
+            # close() from a callback: the sender cannot wait for itself. Like Kafka's
+            # producer, fail what is pending instead of deadlocking.
+            sender.force()
+            self._pool.close()
             return
         if timeout is None:
             thread.join()

@@ -64,7 +64,8 @@ class Sender:
             while self.running:
                 self.run_once()
             # Graceful close: keep sending until every batch is settled (or forced).
-            while not self.force_close and (self.acc.incomplete or self.in_flight):
+            while not self.force_close and (self.acc.incomplete or self.in_flight
+                                            or self.acc.stages):
                 self.run_once()
             if self.force_close:
                 self.abort_all(KafkaConnectionError(

@@ -11,10 +11,9 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
     children: list[ProducerBatch] = []
     starts: list[int] = []
     cur = None
-    headers = b.headers
-    ts = b.result.timestamps
-    for i in range(len(b.keys)):
-        k, v = b.keys[i], b.values[i]
+    ts, keys, values, headers = b.records_for_split()
+    for i in range(len(keys)):
+        k, v = keys[i], values[i]
         h = headers[i] if headers is not None else None
         if cur is not None and cur.try_append(ts[i], k, v, h, None) is not None:
             continue
@@ -24,16 +23,16 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
         cur.try_append(ts[i], k, v, h, None)
         children.append(cur)
         starts.append(i)
-    if len(children) == 1 and len(b.keys) > 1:
+    if len(children) == 1 and len(keys) > 1:
         # Sizes are estimates: force two halves so the split always makes progress.
-        half = len(b.keys) // 2
+        half = len(keys) // 2
         children, starts = [], []
-        for lo, hi in ((0, half), (half, len(b.keys))):
+        for lo, hi in ((0, half), (half, len(keys))):
             c = ProducerBatch(b.topic, b.partition, b.created, 0, 1 << 62, b.compression)
             c.attempts = b.attempts
             c.interceptors = b.interceptors
             for i in range(lo, hi):
-                c.try_append(ts[i], b.keys[i], b.values[i],
+                c.try_append(ts[i], keys[i], values[i],
                              headers[i] if headers is not None else None, None)
             children.append(c)
             starts.append(lo)

@@ -1,8 +1,9 @@
 """Building record batches: BatchBuilder (one record at a time) and build_batch_bulk.
 
 BatchBuilder.append only remembers the record and keeps a running size estimate, so a full
-batch can be refused cheaply; build() then encodes every record in one vectorised pass (see
-encoding.py). That keeps the Python work per appended record to a few list appends.
+batch can be refused cheaply; build() then encodes all records in one pass (encoding.py: a
+list comprehension over pre-encoded varints, or numpy for many records of one shape). That
+keeps the Python work per appended record to a few list appends.
 
 The size estimate counts key, value and header bytes plus a fixed per-record overhead. The
 overhead (12 bytes) covers the varints of records up to 8 KiB with timestamp deltas under

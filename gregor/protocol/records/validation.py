@@ -1,12 +1,10 @@
 """Validating v2 batches without building Record objects: what the broker runs on every
 produced batch, and log recovery on every stored one.
 
-The records are walked in two steps. A Python loop follows the chain of record lengths (one
-varint per record: the only step that is inherently sequential); then, for batches of
-WALK_VECTOR_MIN records or more, numpy checks every record's fields at once from the known
-record boundaries: attributes, timestamp delta, offset delta, key and value lengths, header
-count, and that the fields fill each record exactly. Records with headers (rare) are walked
-one by one. Small batches use a plain loop, which is cheaper than numpy's set-up.
+Batches of fields.VECTOR_MIN_RECORDS records or more are checked with numpy, all records at
+once, once the record boundaries are known (fields.py); records with headers (rare) are then
+walked one by one. Small batches use a plain loop, which is cheaper than numpy's set-up. Both
+accept and refuse the same bytes (a differential test checks it).
 """
 from __future__ import annotations
 
@@ -14,11 +12,9 @@ import numpy as np
 
 from ..compression import DEFAULT_MAX_DECOMPRESSED
 from .errors import CorruptRecordsError, InvalidRecordsError
+from .fields import VECTOR_MIN_RECORDS, locate_fields
 from .header import CONTROL_BIT, BatchHeader, compute_crc
 from .parsing import decode_headers, header_at, records_section, varint_slow
-
-# ---------------------------------------------------------------------------------------------
-# validation (broker produce path, log recovery)
 
 
 def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
@@ -57,11 +53,6 @@ def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
     return h
 
 
-# Below this many records numpy's fixed cost (~40 calls) outweighs what it saves over the loop
-# (measured crossover: 200-300 records of ~110 bytes).
-WALK_VECTOR_MIN = 256
-
-
 def walk_records(data: bytes, count: int, last_offset_delta: int, *,
                  strict_offsets: bool = True) -> None:
     """Check the structure of count records in data without building them. Offset deltas
@@ -69,78 +60,16 @@ def walk_records(data: bytes, count: int, last_offset_delta: int, *,
     end = len(data)
     if count > end // 7:   # smallest record: length + attributes + 5 one-byte varints
         raise CorruptRecordsError(f"{count} records cannot fit in {end} bytes")
-    if count >= WALK_VECTOR_MIN:
+    if count >= VECTOR_MIN_RECORDS:
         _walk_records_vector(data, count, last_offset_delta, strict_offsets)
     else:
         _walk_records_loop(data, count, last_offset_delta, strict_offsets=strict_offsets)
 
 
-def _record_ends(data: bytes, count: int) -> list[int]:
-    """End offsets of count records that must tile data exactly (the sequential step)."""
-    end = len(data)
-    ends = []
-    append = ends.append
-    p = 0
-    try:
-        for i in range(count):
-            b = data[p]
-            if b < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                b = (b & 0x7F) | (data[p + 1] << 7)
-                p += 2
-            else:
-                b, p = varint_slow(data, p, end)
-                b = (b << 1) if b >= 0 else 1     # back to zig-zag form
-            if b & 1:
-                raise CorruptRecordsError(f"record {i} has a negative length")
-            p += b >> 1
-            append(p)
-    except IndexError:
-        raise CorruptRecordsError("batch ends inside a record") from None
-    if p != end:
-        raise CorruptRecordsError(f"the batch's {count} records do not fill it exactly "
-                                  f"({end - p:+d} bytes)")
-    return ends
-
-
-def _varints_at(arr: np.ndarray, q: np.ndarray, end: int, max_bytes: int):
-    """(zig-zag-decoded values, byte lengths) of the varints at positions q of arr. Byte k is
-    read only for the varints still going after k bytes; reads are clamped to the data (a
-    position past a record's end is caught by the callers' final checks)."""
-    last = end - 1
-    b = arr[np.minimum(q, last)]
-    u = (b & 0x7F).astype(np.int64)
-    ln = np.ones(len(q), dtype=np.int64)
-    more = np.flatnonzero(b >= 0x80)
-    k = 1
-    while len(more):
-        if k == max_bytes:
-            raise CorruptRecordsError(f"varint longer than {max_bytes} bytes in a record")
-        bk = arr[np.minimum(q[more] + k, last)]
-        # (only timestamp deltas reach 10 bytes; their values are not used, so the wrap of
-        # bits beyond 63 does not matter)
-        u[more] |= (bk & 0x7F).astype(np.int64) << (7 * k)
-        ln[more] = k + 1
-        more = more[bk >= 0x80]
-        k += 1
-    return (u >> 1) ^ -(u & 1), ln
-
-
 def _walk_records_vector(data: bytes, count: int, last_offset_delta: int,
                          strict_offsets: bool) -> None:
-    end = len(data)
-    ends = np.array(_record_ends(data, count), dtype=np.int64)
-    arr = np.frombuffer(data, dtype=np.uint8)
-    q = np.empty(count, dtype=np.int64)
-    q[0] = 0
-    q[1:] = ends[:-1]
-    _, ln = _varints_at(arr, q, end, 5)               # record length: checked by the chain
-    q += ln + 1                                       # length varint, attributes
-    _, ln = _varints_at(arr, q, end, 10)              # timestamp delta: any value
-    q += ln
-    deltas, ln = _varints_at(arr, q, end, 5)
-    q += ln
+    f = locate_fields(data, count)
+    deltas = f.offset_delta
     if strict_offsets:
         bad = np.flatnonzero(deltas != np.arange(count))
         if len(bad):
@@ -151,22 +80,9 @@ def _walk_records_vector(data: bytes, count: int, last_offset_delta: int,
             bool((deltas[1:] <= deltas[:-1]).any()):
         raise InvalidRecordsError(f"offset deltas must increase from 0 up to "
                                   f"{last_offset_delta}")
-    for what in ("key", "value"):
-        n, ln = _varints_at(arr, q, end, 5)
-        if bool((n < -1).any()):
-            raise CorruptRecordsError(f"a record has a negative {what} length")
-        q += ln + np.maximum(n, 0)
-    if not bool((q < ends).all()):
-        raise CorruptRecordsError("a record's fields run past its end")
-    with_headers = np.flatnonzero(arr[q] != 0)       # header count is not 0
-    fits = q + 1 == ends
-    fits[with_headers] = True
-    if not bool(fits.all()):
-        i = int(np.flatnonzero(~fits)[0])
-        raise CorruptRecordsError(f"record {i}'s declared length disagrees with its fields")
-    for i in with_headers.tolist():
-        _, p = decode_headers(data, int(q[i]), int(ends[i]))
-        if p != int(ends[i]):
+    for i in f.with_headers.tolist():
+        _, p = decode_headers(data, int(f.headers_pos[i]), int(f.ends[i]))
+        if p != int(f.ends[i]):
             raise CorruptRecordsError(f"record {i}'s declared length disagrees with its "
                                       f"headers")
 

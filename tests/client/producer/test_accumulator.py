@@ -62,11 +62,27 @@ def test_drain_takes_one_batch_per_partition_within_request_size():
     for p in (0, 1):
         for _ in range(20):
             acc.append("t", p, 1, None, b"x" * 100, None, None, 1, now=0.0)
+    small = acc.drain(metadata(), {1}, max_request_size=100, now=1.0)
+    assert len(small[1]) == 1                          # the first batch always goes
+    assert small[1][0].record_count == 8               # and alone: no room to merge
     out = acc.drain(metadata(), {1}, max_request_size=10**6, now=1.0)
     assert sorted(b.partition for b in out[1]) == [0, 1]
     assert all(b.data is not None for b in out[1])    # encoded once, at drain
-    small = acc.drain(metadata(), {1}, max_request_size=100, now=1.0)
-    assert len(small[1]) == 1                          # the first batch always goes
+
+
+def test_queued_batches_merge_at_drain_and_futures_follow():
+    acc, pool = make(batch_size=1000)
+    futs = [acc.append("t", 0, 1000 + i, None, b"%03d" % i + b"x" * 97, None, None, 1,
+                       now=0.0)[0] for i in range(20)]
+    [b] = acc.drain(metadata(1), {1}, max_request_size=10**6, now=1.0)[1]
+    assert b.record_count == 20 and not acc.has_undrained()
+    assert acc.incomplete == {b}
+    b.complete(500, -1, None)
+    mds = [f.result(0) for f in futs]
+    assert [m.offset for m in mds] == list(range(500, 520))
+    assert [m.timestamp for m in mds] == list(range(1000, 1020))
+    acc.deallocate(b)
+    assert pool.available == pool.total
 
 
 def test_reenqueue_goes_to_the_front_in_sequence_order():
@@ -74,8 +90,8 @@ def test_reenqueue_goes_to_the_front_in_sequence_order():
     for i in range(6):
         acc.append("t", 0, 1, None, b"%d" % i * 150, None, None, 1, now=0.0)
     md = metadata(1)
-    first = acc.drain(md, {1}, 10**6, 1.0)[1][0]
-    second = acc.drain(md, {1}, 10**6, 1.0)[1][0]
+    first = acc.drain(md, {1}, 200, 1.0)[1][0]      # small requests: no merging
+    second = acc.drain(md, {1}, 200, 1.0)[1][0]
     first.base_sequence, second.base_sequence = 0, 1
     acc.reenqueue(second, 1.0, 0.1)
     acc.reenqueue(first, 1.0, 0.1)

@@ -24,7 +24,12 @@ def start(partitions=None, **conf):
 
 
 def send_batches(p, n, partition=0, size=500):
-    return [p.send("t", b"%04d" % i + b"x" * size, partition=partition) for i in range(n)]
+    """n batches, each drained on its own (queued ones would be merged into one)."""
+    futs = []
+    for i in range(n):
+        futs.append(p.send("t", b"%04d" % i + b"x" * size, partition=partition))
+        p._sender.run_once()
+    return futs
 
 
 def test_no_produce_before_producer_id():

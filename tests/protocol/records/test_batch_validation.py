@@ -1,5 +1,5 @@
-"""validate_batch's two record walks (plain loop for small batches, numpy for large ones) must
-accept and refuse exactly the same bytes."""
+"""The plain-loop and numpy paths (small / large batches) of validation and decoding must
+accept and refuse the same bytes, and decode them the same."""
 from __future__ import annotations
 
 import random
@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from gregor.protocol.errors import CorruptMessageError, InvalidRecordError
 from gregor.protocol.primitives import DecodeError
-from gregor.protocol.records import validation
+from gregor.protocol.records import batch as batch_module
+from gregor.protocol.records import fields, validation
 from gregor.protocol.records.batch import decode_batch, encode_batch, validate_batch
-from gregor.protocol.records.header import HEADER_SIZE
+from gregor.protocol.records.header import HEADER_SIZE, parse_header
 
 ALLOWED = (DecodeError, CorruptMessageError, InvalidRecordError)
 
@@ -78,7 +79,7 @@ def test_both_walks_agree_on_truncated_and_padded_sections():
 
 
 def test_large_batch_validation_uses_the_vector_walk_and_decodes():
-    n = validation.WALK_VECTOR_MIN * 4
+    n = fields.VECTOR_MIN_RECORDS * 4
     recs = [(1000 + i * 11, b"k%d" % i, b"v" * (i % 300), [("i", b"%d" % i)] if i % 97 == 0
              else None) for i in range(n)]
     for codec in (0, 3):
@@ -96,3 +97,52 @@ def test_vector_walk_offset_rules():
         validation._walk_records_vector(data, n, n - 2, False)   # past last_offset_delta
     with pytest.raises(CorruptMessageError):
         validation._walk_records_vector(data, n + 1, n, True)    # a record missing
+
+
+# --- decoding: the numpy path equals the loop ---------------------------------------------------
+
+def _decoded(fn, data, h):
+    try:
+        return [(r.offset, r.timestamp, r.key, r.value, r.headers, r.timestamp_type)
+                for r in fn(data, h)]
+    except ALLOWED:
+        return "refused"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 600), st.integers(0, 2**32), st.sampled_from([0, 1, 9]),
+       st.sampled_from([0, 10**4, 10**12, 2**62]), st.booleans())
+def test_vector_decode_equals_loop_decode(n, seed, headers_every, spread, log_append_time):
+    rnd = random.Random(seed)
+    recs = [(rnd.randint(-spread, spread),
+             None if rnd.random() < 0.2 else bytes(rnd.randint(0, 12)),
+             None if rnd.random() < 0.1 else rnd.randbytes(rnd.choice([0, 1, 60, 300])),
+             [("h", b"v"), ("n", None)] if headers_every and i % headers_every == 0 else None)
+            for i in range(n)]
+    data = encode_batch(recs, base_offset=rnd.randint(0, 2**40),
+                        log_append_time=log_append_time)
+    h = parse_header(data)
+    body = data[HEADER_SIZE:]
+    loop = _decoded(batch_module._decode_records_loop, body, h)
+    assert loop != "refused"
+    assert _decoded(batch_module._decode_records_vector, body, h) == loop
+
+
+def test_vector_decode_and_loop_decode_agree_on_damaged_sections():
+    n = 300
+    data = encode_batch([(1000 + i, b"k", bytes(i % 4), [("h", b"x")] if i % 50 == 0 else None)
+                         for i in range(n)])
+    h = parse_header(data)
+    good = data[HEADER_SIZE:]
+    rnd = random.Random(1)
+    refused = 0
+    for _ in range(400):
+        buf = bytearray(good)
+        buf[rnd.randrange(len(buf))] = rnd.getrandbits(8)
+        a = _decoded(batch_module._decode_records_loop, bytes(buf), h)
+        b = _decoded(batch_module._decode_records_vector, bytes(buf), h)
+        assert (a == "refused") == (b == "refused")
+        if a != "refused":
+            assert a == b
+        refused += a == "refused"
+    assert refused > 100
