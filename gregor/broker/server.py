@@ -34,6 +34,9 @@ NO_RESPONSE = object()
 _SIZE = struct.Struct(">i")
 _HTTP_PREFIXES = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN")
 _TLS_HANDSHAKE = 0x16
+# Frames at least this large are gathered as a list of received chunks and joined once,
+# instead of growing the connection buffer chunk by chunk and copying the frame out of it.
+_LARGE_FRAME = 64 * 1024
 
 
 class CloseConnection(Exception):
@@ -89,6 +92,9 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.buf = bytearray()
+        self._chunks: list | None = None     # a large frame being received
+        self._have = 0
+        self._size = 0
         self.pending: deque[_Pending] = deque()
         self.closed = False
         self.close_when_drained = False
@@ -132,6 +138,7 @@ class Connection(asyncio.Protocol):
                 pass
         self.pending.clear()
         self.buf = bytearray()
+        self._chunks = None
 
     def pause_writing(self) -> None:
         self.paused_for_writes = True
@@ -141,23 +148,43 @@ class Connection(asyncio.Protocol):
         self.paused_for_writes = False
         self._update_reading()
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data) -> None:
         if self.closed:
             return
         self.last_active = time.monotonic()
         srv = self.server
         srv.metrics.bytes_in(len(data))
+        if self._chunks is not None:
+            # The rest of a large frame: keep the chunks as they come and join them once.
+            self._chunks.append(data)
+            self._have += len(data)
+            if self._have < self._size:
+                return
+            joined = b"".join(self._chunks)
+            self._chunks = None
+            self._handle_frame(memoryview(joined)[:self._size])
+            data = joined[self._size:]
+            if self.closed or not data:
+                return
         buf = self.buf
         buf += data
         pos, n = 0, len(buf)
         max_size = srv.max_request_bytes
-        while n - pos >= 4:
+        while n - pos >= 4 and not self.stopped_reading:
             size = _SIZE.unpack_from(buf, pos)[0]
             if size < 0 or size > max_size:
                 self._hostile_size(size, bytes(buf[pos:pos + 4]))
                 return
             end = pos + 4 + size
             if end > n:
+                if size >= _LARGE_FRAME:
+                    # Collect the rest as a list of chunks: only the bytes received are
+                    # held, and the frame is copied once when complete.
+                    with memoryview(buf) as view:
+                        self._chunks = [bytes(view[pos + 4:n])]
+                    self._have = n - pos - 4
+                    self._size = size
+                    pos = n
                 break
             with memoryview(buf) as view:       # one copy, not two
                 frame = bytes(view[pos + 4:end])
@@ -165,8 +192,6 @@ class Connection(asyncio.Protocol):
             self._handle_frame(frame)
             if self.closed:
                 return
-            if self.stopped_reading:
-                break
         if pos:
             del buf[:pos]
 

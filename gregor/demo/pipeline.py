@@ -212,9 +212,11 @@ def delay_stats_stream(spark: SparkSession, s: DemoSettings, airlines_pd, weathe
         c.split()[0] for c in CELL_SCHEMA.split(", ")])).alias("value"))
 
 
-def run_query(query, on_batch: Callable[[dict], None], poll_s: float = 0.5) -> StreamStats:
-    """Wait for an availableNow query, reporting every finished micro-batch."""
-    stats = StreamStats()
+def run_query(query, on_batch: Callable[[dict], None], poll_s: float = 0.5,
+              stats: StreamStats | None = None) -> StreamStats:
+    """Wait for an availableNow query, reporting every finished micro-batch (added to `stats`
+    as they finish, so a failed run still counts what it did)."""
+    stats = stats or StreamStats()
     seen = -1
     t0 = time.monotonic()
 
@@ -234,13 +236,38 @@ def run_query(query, on_batch: Callable[[dict], None], poll_s: float = 0.5) -> S
                                     "phases_ms": dict(p.get("durationMs") or {})})
             on_batch({"batch": p["batchId"], "rows": rows, "total_rows": stats.input_rows})
 
-    while not query.awaitTermination(poll_s):
-        drain()
+    from pyspark.errors import StreamingQueryException
+    try:
+        while not query.awaitTermination(poll_s):
+            drain()
+    except StreamingQueryException:
+        pass  # reported below with the query's name
     drain()
     if query.exception() is not None:
         raise RuntimeError(f"streaming query {query.name} failed: {query.exception()}")
-    stats.seconds = time.monotonic() - t0
+    stats.seconds += time.monotonic() - t0
     return stats
+
+
+# Spark gives a new Python worker 10 s (fixed) to connect back; on an overloaded machine the
+# interpreter start can take longer and the query fails before doing anything. Restarting from
+# the checkpoint is safe, so the demo tries again a couple of times.
+_TRANSIENT = ("Python worker failed to connect back",)
+MAX_RESTARTS = 2
+
+
+def run_with_restarts(start: Callable[[], object], on_batch: Callable[[dict], None],
+                      say: Callable[[str], None]) -> StreamStats:
+    total = StreamStats()
+    for attempt in range(MAX_RESTARTS + 1):
+        try:
+            return run_query(start(), on_batch, stats=total)
+        except Exception as e:  # noqa: BLE001 - only the transient start-up failure is retried
+            if attempt == MAX_RESTARTS or not any(t in str(e) for t in _TRANSIENT):
+                raise
+            say(f"[yellow]query failed to start a Python worker in time (machine busy); restarting it "
+                f"from its checkpoint ({attempt + 1}/{MAX_RESTARTS})[/]")
+    raise AssertionError("unreachable")
 
 
 def start_delay_query(spark: SparkSession, s: DemoSettings, airlines_pd, weather_pd):

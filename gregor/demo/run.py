@@ -81,16 +81,18 @@ def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = 
         t0 = time.monotonic()
         with _progress(console) as bar:
             task = bar.add_task("streaming hourly delays", total=n, note="")
-            q = pipeline.start_delay_query(spark, s, airlines, weather)
-            stream = pipeline.run_query(q, lambda b: bar.update(
-                task, completed=b["total_rows"], note=f"micro-batch {b['batch']}: {b['rows']:,} flights"))
+            stream = pipeline.run_with_restarts(
+                lambda: pipeline.start_delay_query(spark, s, airlines, weather),
+                lambda b: bar.update(task, completed=b["total_rows"],
+                                     note=f"micro-batch {b['batch']}: {b['rows']:,} flights"),
+                console.print)
         step("stream", t0)
         console.print(f"streaming query: {stream.batches} micro-batches, {stream.input_rows:,} flights read, "
                       f"{stream.dropped_late_rows} rows dropped as late")
 
         t0 = time.monotonic()
-        q = pipeline.start_parquet_query(spark, s)
-        to_parquet = pipeline.run_query(q, lambda b: None)
+        to_parquet = pipeline.run_with_restarts(lambda: pipeline.start_parquet_query(spark, s),
+                                                lambda b: None, console.print)
         step("parquet", t0)
         console.print(f"'{pipeline.DELAYS_TOPIC}' -> {s.parquet} ({to_parquet.input_rows:,} rows, "
                       f"{to_parquet.batches} micro-batch(es))")

@@ -207,3 +207,25 @@ def test_frame_split_across_many_reads():
         assert (await read_response(reader, METADATA, 1))[0] == 77
         writer.close()
     run_with_server(scenario)
+
+
+def test_large_frames_in_pieces_followed_by_more_frames():
+    async def scenario(srv, port):
+        reader, writer = await open_conn(port)
+        # a ~300 KB request (many topic names), sent in uneven pieces; the last piece also
+        # carries the whole next request
+        # (the stand-in handler reads the first topic name as a delay in ms)
+        big = encode_request(METADATA, 1, 1, "t", {"topics": [{"name": "0"}] +
+                                                  [{"name": "x" * 30} for _ in range(9000)]})
+        assert len(big) > 256 * 1024
+        small = encode_request(API_VERSIONS, 0, 2, "t", {})
+        data = big + small
+        cuts = [0, 3, 70_000, 70_001, 200_000, len(big) - 1, len(data)]
+        for a, b in zip(cuts, cuts[1:]):
+            writer.write(data[a:b])
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        assert (await read_response(reader, METADATA, 1))[0] == 1
+        assert (await read_response(reader, API_VERSIONS, 0))[0] == 2
+        writer.close()
+    run_with_server(scenario)

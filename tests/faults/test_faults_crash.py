@@ -177,6 +177,9 @@ def _check_log(logs, acks_box: Acks, idempotent: bool) -> None:
     if idempotent:
         dupes = [v for v, n in Counter(at.values()).items() if n > 1]
         assert not dupes, f"the idempotent producer left {len(dupes)} duplicates, e.g. {dupes[:5]}"
+        if not acks_box.failed:
+            assert len(at) == len(acks_box.acked), (
+                f"{len(at)} records in the log, {len(acks_box.acked)} acknowledged")
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -220,7 +223,6 @@ def test_kill_9_while_producing_loses_no_acknowledged_record(tmp_path, case):
         _check_log(logs, acks_box, idempotent)
     finally:
         b.stop()
-
 
 
 def test_sigterm_while_producing_exits_0_and_keeps_every_acknowledged_record(tmp_path):

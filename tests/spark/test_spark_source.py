@@ -3,6 +3,7 @@ control, data loss both ways, option errors as Spark reports them."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -193,3 +194,35 @@ def test_option_errors_reach_the_user(spark, bootstrap, make_topic):
     missing = f"missing-{time.monotonic_ns()}"
     with pytest.raises(Exception, match="no partitions found"):
         base().option("subscribe", missing).load().collect()
+
+
+def test_timestamps_pattern_and_assign_select_records(spark, bootstrap, make_topic):
+    from gregor.client.producer import Producer
+    topic = make_topic(partitions=2)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    try:
+        futures = [p.send(topic, value=b"v%d" % i, partition=i % 2, timestamp_ms=1_000_000 + 1000 * i)
+                   for i in range(20)]
+        p.flush()
+        for f in futures:
+            f.result()
+    finally:
+        p.close()
+    # partition 0 holds i = 0, 2, ..., 18 at offsets 0..9; partition 1 holds the odd i
+    window = read(spark, bootstrap, topic, startingTimestamp="1005000", endingTimestamp="1012000")
+    assert sorted(r.value for r in window.collect()) == [b"v%d" % i for i in range(5, 12)]
+    by_partition = read(spark, bootstrap, topic,
+                        startingOffsetsByTimestamp=json.dumps({topic: {"0": 1_016_000, "1": 1_000_000}}))
+    assert sorted(r.value for r in by_partition.collect()) == sorted(
+        [b"v16", b"v18"] + [b"v%d" % i for i in range(1, 20, 2)])
+    with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy"):
+        read(spark, bootstrap, topic, startingTimestamp="9999999999999").collect()
+    assert read(spark, bootstrap, topic, startingTimestamp="9999999999999",
+                startingOffsetsByTimestampStrategy="latest").count() == 0
+    pattern = (spark.read.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+               .option("subscribePattern", re.escape(topic) + "|no-such-topic-.*")
+               .load())
+    assert pattern.count() == 20
+    assigned = (spark.read.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+                .option("assign", json.dumps({topic: [1]})).load())
+    assert {r.partition for r in assigned.collect()} == {1} and assigned.count() == 10

@@ -12,7 +12,7 @@ import threading
 import time
 
 from ..errors import KafkaTimeoutError, ProducerClosedError
-from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
+from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, FutureRecordMetadata, ProducerBatch
 from .staging import KeyedStage, distribute
 
 
@@ -39,7 +39,6 @@ MERGE_LIMIT = 1_000_000
 
 
 def _stage_put(st: KeyedStage, rec, timestamp, key, value, callback):
-    from .batch import FutureRecordMetadata
     keys = st.keys
     i = len(keys)
     keys.append(key)
@@ -186,8 +185,20 @@ class RecordAccumulator:
         with self.lock:
             st = self.stages.get(topic)
             if st is not None:
-                if st.size + rec <= st.capacity and st.n == n:
-                    return _stage_put(st, rec, timestamp, key, value, callback), None
+                size = st.size + rec
+                if size <= st.capacity and st.n == n:
+                    # _stage_put inlined: this is send()'s path for keyed records.
+                    keys = st.keys
+                    i = len(keys)
+                    keys.append(key)
+                    st.values.append(value)
+                    st.timestamps.append(timestamp)
+                    st.size = size
+                    if callback is not None:
+                        if st.callbacks is None:
+                            st.callbacks = []
+                        st.callbacks.append((i, callback))
+                    return FutureRecordMetadata(st.result, i), None
                 self._flush_stage(topic)
         if self.closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
