@@ -40,6 +40,11 @@ MAX_PARTITIONS_PER_TOPIC = 10_000
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
+def _budget(value) -> int:
+    v = int(value)
+    return (1 << 62) if v < 0 else v     # -1: unbounded, as in Kafka
+
+
 class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
@@ -94,6 +99,7 @@ class Broker:
             max_request_bytes=int(cfg.get("socket.request.max.bytes")),
             max_connections=int(cfg.get("max.connections")),
             max_in_flight=int(cfg.get("queued.max.requests")),
+            max_buffered_bytes=_budget(cfg.get("queued.max.request.bytes")),
             idle_timeout_s=int(cfg.get("connections.max.idle.ms")) / 1000.0,
             unsupported_version_response=lambda: api_versions.unsupported_version_body(self),
             socket_send_buffer=int(cfg.get("socket.send.buffer.bytes")),
@@ -149,14 +155,24 @@ class Broker:
         interval = max(0.1, int(self.config.get("log.retention.check.interval.ms")) / 1000.0)
         while True:
             await asyncio.sleep(interval)
-            now = int(time.time() * 1000)
-            for p in list(self.replica_manager.partitions.values()):
-                try:
-                    if p.log.apply_retention(now, high_watermark=p.high_watermark):
-                        p.reset_after_truncation()
-                        self.replica_manager.notify(p)
-                except Exception:
-                    log.exception("retention of %s-%d failed", p.topic, p.index)
+            self.apply_retention()
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """One retention pass over every partition (never past its high watermark); returns
+        the number of segments deleted."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        deleted = 0
+        for p in list(self.replica_manager.partitions.values()):
+            try:
+                n = p.log.apply_retention(now, high_watermark=p.high_watermark)
+            except Exception:
+                log.exception("retention of %s-%d failed", p.topic, p.index)
+                continue
+            if n:
+                deleted += n
+                p.reset_after_truncation()
+                self.replica_manager.notify(p)    # long polls below the new start answer
+        return deleted
 
     # -- topics -----------------------------------------------------------------------------
 

@@ -81,6 +81,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("queued.max.requests", "int", 500,
        "Requests one connection may have in flight (pipelined) before the broker stops reading "
        "from it; this bounds the memory a single client can pin."),
+    _s("queued.max.request.bytes", "long", 536870912,
+       "Bytes of large requests being received at once, over all connections; clients wait "
+       "(the broker stops reading them) beyond it. Kafka's default is -1 (unbounded); a "
+       "single Python process needs a bound so hostile or many clients cannot exhaust memory."),
     _s("fetch.max.bytes", "int", 57671680, "Largest fetch response."),
     _s("producer.id.expiration.ms", "int", 86400000, "Idle producer state expiry."),
     _s("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout accepted."),

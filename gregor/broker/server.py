@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from ..protocol.header import decode_request, encode_response, peek_request_header
 from ..protocol.primitives import DecodeError
+from .response_frames import encode_response_parts
 
 log = logging.getLogger("gregor.broker.server")
 
@@ -34,6 +35,7 @@ NO_RESPONSE = object()
 _SIZE = struct.Struct(">i")
 _HTTP_PREFIXES = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN")
 _TLS_HANDSHAKE = 0x16
+_FETCH = 1        # API key whose responses carry record batches, written without copying them
 # Frames at least this large are gathered as a list of received chunks and joined once,
 # instead of growing the connection buffer chunk by chunk and copying the frame out of it.
 _LARGE_FRAME = 64 * 1024
@@ -95,6 +97,8 @@ class Connection(asyncio.Protocol):
         self._chunks: list | None = None     # a large frame being received
         self._have = 0
         self._size = 0
+        self._reserved = 0                   # bytes of the server's budget held by _chunks
+        self.paused_for_memory = False
         self.pending: deque[_Pending] = deque()
         self.closed = False
         self.close_when_drained = False
@@ -131,14 +135,14 @@ class Connection(asyncio.Protocol):
         if self in self.server.connections:
             self.server.connections.discard(self)
             self.server.metrics.connection_closed()
-        for p in self.pending:
-            if isinstance(p.result, asyncio.Future) and not p.result.done():
-                # The delayed operation still completes for the broker's bookkeeping;
-                # only its response has nowhere to go.
-                pass
+        # Delayed operations of this connection still complete in their purgatory (the
+        # broker's bookkeeping needs that); their responses have nowhere to go.
         self.pending.clear()
         self.buf = bytearray()
         self._chunks = None
+        if self._reserved:
+            self.server.release(self._reserved)
+            self._reserved = 0
 
     def pause_writing(self) -> None:
         self.paused_for_writes = True
@@ -163,6 +167,8 @@ class Connection(asyncio.Protocol):
             joined = b"".join(self._chunks)
             self._chunks = None
             self._handle_frame(memoryview(joined)[:self._size])
+            srv.release(self._reserved)
+            self._reserved = 0
             data = joined[self._size:]
             if self.closed or not data:
                 return
@@ -178,6 +184,14 @@ class Connection(asyncio.Protocol):
             end = pos + 4 + size
             if end > n:
                 if size >= _LARGE_FRAME:
+                    if not srv.reserve(size):
+                        # Other clients' large frames fill the memory budget: stop reading
+                        # from this one until they are done (the partial frame stays in buf).
+                        self.paused_for_memory = True
+                        srv.memory_waiters.append(self)
+                        self._update_reading()
+                        break
+                    self._reserved = size
                     # Collect the rest as a list of chunks: only the bytes received are
                     # held, and the frame is copied once when complete.
                     with memoryview(buf) as view:
@@ -301,8 +315,16 @@ class Connection(asyncio.Protocol):
             return
         srv = self.server
         try:
-            frame = body if isinstance(body, (bytes, bytearray)) else \
-                encode_response(handler.api, version, corr, body)
+            if isinstance(body, (bytes, bytearray)):
+                frame = body
+            elif handler.api.key == _FETCH:
+                parts = encode_response_parts(handler.api, version, corr, body)
+                self.transport.writelines(parts)
+                srv.metrics.bytes_out(sum(len(p) for p in parts))
+                srv.metrics.latency(handler.api.key, time.perf_counter() - started)
+                return
+            else:
+                frame = encode_response(handler.api, version, corr, body)
         except Exception:
             log.exception("could not encode the %s v%d response for %s; closing the connection",
                           handler.api.name, version, self.peer)
@@ -317,8 +339,8 @@ class Connection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
-        stop = (self.paused_for_queue or self.paused_for_writes or self.close_when_drained
-                or self.server.stopping)
+        stop = (self.paused_for_queue or self.paused_for_writes or self.paused_for_memory
+                or self.close_when_drained or self.server.stopping)
         if stop and not self.stopped_reading:
             self.stopped_reading = True
             self.transport.pause_reading()
@@ -359,6 +381,7 @@ class Server:
 
     def __init__(self, handlers: dict[int, Handler], metrics, *, max_request_bytes: int,
                  max_connections: int, max_in_flight: int, idle_timeout_s: float,
+                 max_buffered_bytes: int = 512 * 1024 * 1024,
                  unsupported_version_response: Callable[[], Any] | None = None,
                  socket_send_buffer: int = -1, socket_receive_buffer: int = -1):
         self.handlers = handlers
@@ -372,10 +395,29 @@ class Server:
         self.socket_receive_buffer = socket_receive_buffer
         # A few MiB of unsent responses per connection before we stop reading its requests.
         self.write_buffer_high = 4 * 1024 * 1024
+        # Budget for large requests being received, across all connections (a frame is
+        # reserved whole when its first bytes arrive); never below one largest frame.
+        self.max_buffered_bytes = max(max_buffered_bytes, max_request_bytes)
+        self.buffered_bytes = 0
+        self.memory_waiters: deque[Connection] = deque()
         self.connections: set[Connection] = set()
         self.stopping = False
         self._server: asyncio.AbstractServer | None = None
         self._idle_task: asyncio.Task | None = None
+
+    def reserve(self, n: int) -> bool:
+        if self.buffered_bytes + n > self.max_buffered_bytes:
+            return False
+        self.buffered_bytes += n
+        return True
+
+    def release(self, n: int) -> None:
+        self.buffered_bytes -= n
+        waiters, self.memory_waiters = self.memory_waiters, deque()
+        for conn in waiters:          # each retries its reservation; failures queue again
+            if not conn.closed:
+                conn.paused_for_memory = False
+                conn._update_reading()
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         loop = asyncio.get_running_loop()

@@ -114,6 +114,8 @@ class NetworkClient(BlockingRequests):
         self.backoff_max = cfg["reconnect.backoff.max.ms"] / 1000.0
         self.connect_timeout = cfg["socket.connection.setup.timeout.ms"] / 1000.0
         self.max_frame = cfg["receive.message.max.bytes"]
+        idle = cfg["connections.max.idle.ms"]
+        self.max_idle = idle / 1000.0 if idle >= 0 else None
         self.metadata = metadata if metadata is not None else Metadata(cfg["metadata.max.age.ms"])
         self._bootstrap = [_Conn(-(i + 1), h, p) for i, (h, p) in enumerate(bootstrap_list(cfg))]
         self._conns: dict[int, _Conn] = {c.node_id: c for c in self._bootstrap}
@@ -181,7 +183,7 @@ class NetworkClient(BlockingRequests):
         self._close_conn(c, KafkaConnectionError(
             f"cannot connect to node {c.node_id} at {c.host}:{c.port}: {err}"))
 
-    def _close_conn(self, c: _Conn, err: Exception) -> None:
+    def _close_conn(self, c: _Conn, err: Exception, refresh: bool = True) -> None:
         if c.sock is not None:
             try:
                 self._selector.unregister(c.sock)
@@ -202,7 +204,7 @@ class NetworkClient(BlockingRequests):
         pending, c.in_flight = c.in_flight, collections.deque()
         for req in pending:
             self._complete(req, None, err)
-        if was_ready or pending:
+        if refresh and (was_ready or pending):
             self.metadata.request_update()
 
     def _start_negotiation(self, c: _Conn, now: float) -> None:
@@ -230,6 +232,7 @@ class NetworkClient(BlockingRequests):
                       for k in body.get("api_keys", [])}
         c.state = READY
         c.failures = 0
+        c.last_used = self.clock()
         log.debug("node %s ready (%d apis)", c.node_id, len(c.versions))
 
     def negotiated_version(self, c: _Conn, api) -> int | None:
@@ -517,10 +520,18 @@ class NetworkClient(BlockingRequests):
         for c in list(self._conns.values()):
             if c.state == CONNECTING and now >= c.deadline:
                 self._connect_failed(c, now, KafkaTimeoutError(
-                    f"no connection within socket.connection.setup.timeout.ms"))
+                    f"no connection to node {c.node_id} at {c.host}:{c.port} within "
+                    f"socket.connection.setup.timeout.ms={int(self.connect_timeout * 1000)}"))
             elif c.state == NEGOTIATING and c.in_flight and now >= c.in_flight[0].deadline:
                 self._close_conn(c, KafkaTimeoutError(
                     f"node {c.node_id} did not answer ApiVersions within request.timeout.ms"))
+            elif c.state == READY and not c.in_flight and not c.out and \
+                    self.max_idle is not None and now - c.last_used >= self.max_idle:
+                # connections.max.idle.ms: let go of a connection nobody uses; it reconnects
+                # on demand (without backoff: nothing failed).
+                self._close_conn(c, KafkaConnectionError(f"node {c.node_id} idle"), False)
+                c.failures = 0
+                c.next_attempt = now
             elif c.in_flight and c.state == READY and now >= c.in_flight[0].deadline:
                 req = c.in_flight[0]
                 # A timed-out request leaves the connection in an unknown state; like Kafka's

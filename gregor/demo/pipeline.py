@@ -110,8 +110,11 @@ def prepare_topics(s: DemoSettings, fresh_dirs: list[Path]) -> None:
         if old:
             admin.delete_topics(old)
             _wait(lambda: not (set(admin.list_topics()) & set(old)), "old demo topics to be deleted")
-        admin.create_topics([NewTopic(FLIGHTS_TOPIC, s.partitions, 1),
-                             NewTopic(DELAYS_TOPIC, 2, 1)])
+        # Records carry their publish time as timestamp (the flight's 2013 departure time is in
+        # the value), so time-based retention would be harmless; the demo keeps its data anyway.
+        keep = {"retention.ms": "-1"}
+        admin.create_topics([NewTopic(FLIGHTS_TOPIC, s.partitions, 1, keep),
+                             NewTopic(DELAYS_TOPIC, 2, 1, keep)])
         _wait(lambda: {FLIGHTS_TOPIC, DELAYS_TOPIC} <= set(admin.list_topics()), "demo topics to exist")
     finally:
         admin.close()

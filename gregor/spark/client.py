@@ -21,8 +21,6 @@ from .options import Subscription
 
 log = logging.getLogger("gregor.spark")
 
-
-
 # Bytes per partition per fetch: larger than the consumer's 1 MiB default so a task moves its
 # range in few round trips; bounded so a task's buffered fetch stays small next to Spark's memory.
 FETCH_PARTITION_BYTES = 8 * 1024 * 1024
@@ -59,7 +57,7 @@ class TopicMetadata:
         for name, desc in self._admin.list_topics().items():
             if name.startswith("__") or not subscription.matches(name):
                 continue
-            out.extend((name, p) for p in _partition_numbers(desc))
+            out.extend((name, p.partition) for p in desc.partitions)
         return sorted(out)
 
     def earliest(self, tps: list[TopicPartition]) -> Offsets:
@@ -81,16 +79,6 @@ class TopicMetadata:
             self._consumer.close()
         finally:
             self._admin.close()
-
-
-def _partition_numbers(desc) -> list[int]:
-    """Partition numbers of a topic description (partitions as a dict, list or count)."""
-    parts = getattr(desc, "partitions", desc)
-    if isinstance(parts, int):
-        return list(range(parts))
-    if isinstance(parts, dict):
-        return sorted(int(p) for p in parts)
-    return sorted(int(getattr(p, "partition", getattr(p, "id", p))) for p in parts)
 
 
 def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,

@@ -40,6 +40,9 @@ def _as_partitions(ranges: list[off.OffsetRange]) -> list[RangePartition]:
 
 
 def _read(opts: SourceOptions, p: RangePartition):
+    if not isinstance(p, RangePartition):
+        # Spark hands a placeholder partition to read() when planning found nothing to read.
+        return iter(())
     rng = off.OffsetRange(p.topic, p.partition, p.start, p.end)
     return read_range(opts.client, rng, include_headers=opts.include_headers,
                       fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms)

@@ -1,9 +1,9 @@
 """Metadata and the admin APIs on an in-process broker; topics persist across restarts."""
-import asyncio
 
 from gregor.protocol.errors import ErrorCode
 
-from .handler_harness import committed, batch, call, create, fetch_body, fresp, produce_body, run_broker
+from .handler_harness import (batch, call, committed, create, fetch_body, fresp, produce_body,
+                              run_broker)
 
 
 def _topic(name, partitions=1, rf=1, configs=None, assignments=None):
@@ -240,4 +240,16 @@ def test_find_coordinator(tmp_path):
         assert (r["error_code"], r["node_id"], r["port"]) == (0, 0, b.advertised_port)
         r = await call(b, "FindCoordinator", 2, {"key": "tx", "key_type": 1})
         assert r["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    run_broker(tmp_path, s)
+
+
+def test_describe_cluster(tmp_path):
+    async def s(b):
+        for version in (0, 1):
+            r = await call(b, "DescribeCluster", version,
+                           {"include_cluster_authorized_operations": False})
+            assert (r["error_code"], r["cluster_id"], r["controller_id"]) == (0, b.cluster_id, 0)
+            assert [x["broker_id"] for x in r["brokers"]] == [0]
+        r = await call(b, "DescribeCluster", 1, {"endpoint_type": 2})
+        assert r["error_code"] != 0
     run_broker(tmp_path, s)

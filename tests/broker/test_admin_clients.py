@@ -16,6 +16,8 @@ def _admin(b):
     return AdminClient({"bootstrap.servers": b.bootstrap})
 
 
+# AlterConfigs (not the incremental variant, which has no message description yet)
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 def test_confluent_admin_lifecycle(shared_broker):
     a = _admin(shared_broker)
     fs = a.create_topics([NewTopic("ck-admin", 2, 1, config={"retention.ms": "3600000"}),
@@ -96,3 +98,10 @@ def test_kafka_python_admin(shared_broker):
         assert "kp-admin" not in a.list_topics()
     finally:
         a.close()
+
+
+def test_confluent_describe_cluster(shared_broker):
+    a = _admin(shared_broker)
+    desc = a.describe_cluster(request_timeout=30).result(30)
+    assert desc.controller.id == 0 and [n.id for n in desc.nodes] == [0]
+    assert desc.nodes[0].port == shared_broker.port and desc.cluster_id

@@ -6,7 +6,7 @@ import urllib.request
 import pytest
 
 from gregor.protocol.errors import ErrorCode
-from tests.support.broker import BrokerProcess
+from tests.support.broker import REPO_ROOT, BrokerProcess
 from tests.support.wire import WireClient
 
 from .handler_harness import batch, fetch_body, fresp, presp, produce_body, values_of
@@ -184,3 +184,57 @@ def test_kafka_python_round_trip(shared_broker):
             [(i, b"k%d" % i, b"v%d" % i, [("n", b"%d" % i)]) for i in range(500)]
     finally:
         consumer.close()
+
+
+def test_config_file_and_set_overrides(tmp_path):
+    props = tmp_path / "server.properties"
+    props.write_text("# gregor test\nnum.partitions=3\nauto.create.topics.enable=true\n"
+                     "message.max.bytes=2000\n")
+    b = BrokerProcess(tmp_path / "data", settings={"num.partitions": "2"},
+                      extra_args=["--config", str(props)])
+    b.start()
+    try:
+        with WireClient(b.port) as c:
+            m = c.request("Metadata", 4, {"topics": [{"name": "auto-cfg"}],
+                                          "allow_auto_topic_creation": True})
+            assert len(m["topics"][0]["partitions"]) == 2      # --set beats the file
+            r = presp(c.request("Produce", 8, produce_body("auto-cfg", batch(b"x" * 3000))))
+            assert r["error_code"] == ErrorCode.MESSAGE_TOO_LARGE   # from the file
+    finally:
+        b.stop()
+
+
+def test_bad_settings_are_refused_at_start(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "gregor", "broker", "--listen", "127.0.0.1:0",
+                        "--data-dir", str(tmp_path / "d"), "--set", "num.partitions=many"],
+                       capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT))
+    assert r.returncode == 2
+    assert "num.partitions" in r.stderr and "ready" not in r.stdout
+
+
+def test_idempotent_sequence_checks_over_the_wire_and_across_a_kill(broker):
+    with WireClient(broker.port) as c:
+        _create(c, "idem")
+        r = c.request("InitProducerId", 1, {"transactional_id": None,
+                                             "transaction_timeout_ms": 60000})
+        pid = r["producer_id"]
+        first = batch(b"a", b"b", producer_id=pid, producer_epoch=0, base_sequence=0)
+        assert presp(c.request("Produce", 8, produce_body("idem", first, acks=-1)))[
+            "base_offset"] == 0
+        gap = batch(b"x", producer_id=pid, producer_epoch=0, base_sequence=7)
+        r = presp(c.request("Produce", 8, produce_body("idem", gap, acks=-1)))
+        assert r["error_code"] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    broker.kill()
+    broker.start()
+    with WireClient(broker.port) as c:
+        r = presp(c.request("Produce", 8, produce_body("idem", first, acks=-1)))  # late retry
+        assert (r["error_code"], r["base_offset"]) == (0, 0)
+        nxt = batch(b"c", producer_id=pid, producer_epoch=0, base_sequence=2)
+        assert presp(c.request("Produce", 8, produce_body("idem", nxt, acks=-1)))[
+            "base_offset"] == 2
+        assert _fetch_all(c, "idem", expect=3) == [b"a", b"b", b"c"]
+        r = c.request("InitProducerId", 1, {"transactional_id": None,
+                                             "transaction_timeout_ms": 60000})
+        assert r["producer_id"] > pid            # ids stay unique across the crash

@@ -4,8 +4,8 @@ import time
 
 from gregor.protocol.errors import ErrorCode
 
-from .handler_harness import (committed, batch, call, create, fetch_body, fresp, produce_body, run_broker,
-                              start_call, values_of)
+from .handler_harness import (batch, call, committed, create, fetch_body, fresp,
+                              produce_body, run_broker, start_call, values_of)
 
 
 async def _fill(b, topic, *groups, partition=0):

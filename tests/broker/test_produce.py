@@ -6,8 +6,8 @@ import pytest
 from gregor.broker.server import NO_RESPONSE, CloseConnection
 from gregor.protocol.errors import ErrorCode
 
-from .handler_harness import (committed, batch, call, create, fetch_body, fresp, presp, produce_body,
-                              run_broker, start_call, values_of)
+from .handler_harness import (batch, call, committed, create, fetch_body, fresp, presp,
+                              produce_body, run_broker, start_call, values_of)
 
 
 def test_acks1_appends_and_fetch_returns_the_batch(tmp_path):

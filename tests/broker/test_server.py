@@ -229,3 +229,59 @@ def test_large_frames_in_pieces_followed_by_more_frames():
         assert (await read_response(reader, API_VERSIONS, 0))[0] == 2
         writer.close()
     run_with_server(scenario)
+
+
+def test_any_split_of_a_pipelined_stream_gives_every_response_in_order():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    # the stand-in handler reads the first topic name as a delay in ms; names after it pad
+    frames = [encode_request(METADATA, 1, i, "t",
+                             {"topics": [{"name": str(i % 2)}, {"name": "x" * (i * 37 % 200)}]
+                              if i % 3 else []})
+              for i in range(12)]
+    frames[4] = encode_request(METADATA, 1, 4, "t", {"topics": [{"name": "0"}] + [
+        {"name": "y" * 40}] * 2000})                 # one frame above the large-frame size
+    stream = b"".join(frames)
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(st.integers(min_value=1, max_value=len(stream) - 1), max_size=12))
+    def check(cuts):
+        cuts = sorted(set(cuts))
+
+        async def scenario(srv, port):
+            reader, writer = await open_conn(port)
+            for a, b in zip([0] + cuts, cuts + [len(stream)]):
+                writer.write(stream[a:b])
+                await writer.drain()
+            corrs = [(await read_response(reader, METADATA, 1))[0] for _ in frames]
+            assert corrs == list(range(12))
+            writer.close()
+        run_with_server(scenario)
+
+    check()
+
+
+def test_large_requests_share_a_memory_budget():
+    async def scenario(srv, port):
+        big = [encode_request(METADATA, 1, i, "t", {"topics": [{"name": "0"}] +
+                                                    [{"name": "z" * 30} for _ in range(5000)]})
+               for i in range(2)]
+        assert 150_000 < len(big[0]) < 200_000           # two do not fit the 300 KB budget
+        (r1, w1), (r2, w2) = await open_conn(port), await open_conn(port)
+        w1.write(big[0][:100_000])
+        await w1.drain()
+        await asyncio.sleep(0.05)
+        assert srv.buffered_bytes == len(big[0]) - 4
+        w2.write(big[1][:100_000])                       # must wait for the first
+        await w2.drain()
+        await asyncio.sleep(0.05)
+        assert len(srv.memory_waiters) == 1 and srv.buffered_bytes == len(big[0]) - 4
+        w2.write(big[1][100_000:])
+        w1.write(big[0][100_000:])
+        assert (await read_response(r1, METADATA, 1))[0] == 0
+        assert (await read_response(r2, METADATA, 1))[0] == 1
+        assert srv.buffered_bytes == 0 and not srv.memory_waiters
+        w1.close()
+        w2.close()
+    run_with_server(scenario, max_request_bytes=200_000, max_buffered_bytes=300_000)

@@ -217,3 +217,22 @@ def test_disconnect_fails_in_flight_and_requests_metadata(make_broker, make_clie
             break
     assert req.done and isinstance(req.error, KafkaConnectionError)
     assert net.metadata.needs_update(net.clock())
+
+
+def test_idle_connection_is_closed_and_reopened_on_demand(make_broker):
+    clock = FakeClock()
+    b = make_broker(lambda api, v, body: {"throttle_time_ms": 0, "error_code": 0,
+                                          "producer_id": 3, "producer_epoch": 0})
+    net = NetworkClient({"bootstrap.servers": b.bootstrap, "connections.max.idle.ms": 1000},
+                        clock=clock)
+    try:
+        body = {"transactional_id": None, "transaction_timeout_ms": 1}
+        assert net.request(None, "InitProducerId", body)["producer_id"] == 3
+        assert net.is_connected(-1)
+        clock.t += 2.0
+        net.poll(0)
+        assert not net.is_connected(-1)
+        assert net.connection_delay(-1, clock.t) == 0      # no backoff: nothing failed
+        assert net.request(None, "InitProducerId", body)["producer_id"] == 3
+    finally:
+        net.close()

@@ -223,3 +223,36 @@ def test_fuzz_ten_thousand_hostile_frames_then_a_real_client_works(fault_broker,
     read_whole_partition(b.bootstrap, topic)
     tb = tracebacks(b)
     assert not tb, f"{len(tb)} tracebacks in the broker output, first:\n{tb[0]}"
+
+
+BAD_TOPIC_NAMES = ["../escaped", "a/b", "..", ".", "", "x" * 250, "with space", "t\x00nul",
+                   "\u00fcnicode", "../../../../tmp/gregor-escape"]
+
+
+def test_invalid_topic_names_are_refused_and_touch_nothing_outside_the_data_dir(fault_broker):
+    """Kafka's rule: 1-249 characters of [a-zA-Z0-9._-], and not "." or "..". CreateTopics and
+    auto-creating Metadata answer INVALID_TOPIC_EXCEPTION (17); no directory appears where a
+    naive "<data dir>/<topic>-<partition>" join would put it."""
+    b = fault_broker
+    with frames.connect(b.port) as s:
+        for i, name in enumerate(BAD_TOPIC_NAMES):
+            s.sendall(frames.create_topics_v0(100 + i, name))
+            corr, body = frames.read_response(s)
+            # CreateTopics v0 response: [name, error_code]
+            (n,) = struct.unpack(">i", body[:4])
+            (name_len,) = struct.unpack(">h", body[4:6])
+            (error,) = struct.unpack(">h", body[6 + name_len:8 + name_len])
+            assert (corr, n, error) == (100 + i, 1, 17), (
+                f"CreateTopics {name!r}: error {error}, expected INVALID_TOPIC_EXCEPTION (17)")
+            s.sendall(frames.metadata_v1(200 + i, [name]))  # v1 auto-creates when allowed
+            corr, body = frames.read_response(s)
+            assert corr == 200 + i
+    data_dir = getattr(b, "data_dir", None)
+    if data_dir is not None:
+        for name in BAD_TOPIC_NAMES:
+            if "\x00" in name or not name.strip("."):
+                continue
+            for candidate in (data_dir / name, data_dir / f"{name}-0"):
+                assert not candidate.resolve().exists() or candidate.resolve() == data_dir, (
+                    f"invalid topic name {name!r} created {candidate.resolve()}")
+    assert_alive(b)

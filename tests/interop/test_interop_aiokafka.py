@@ -27,6 +27,9 @@ class AioKafkaClient:
     name = "aiokafka"
     text_only = False
 
+    def __init__(self, **producer_extra):
+        self.producer_extra = producer_extra  # settings on top of the client's defaults
+
     def create_topic(self, bootstrap, topic, partitions):
         async def go():
             admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
@@ -49,7 +52,7 @@ class AioKafkaClient:
 
     def produce(self, bootstrap, topic, records, codec, acks):
         async def go():
-            cfg = {"bootstrap_servers": bootstrap}
+            cfg = {"bootstrap_servers": bootstrap, **self.producer_extra}
             if codec != "none":
                 cfg["compression_type"] = codec
             if acks is not None:
@@ -132,6 +135,11 @@ def test_roundtrip_every_codec_default_settings(target, topic_name, codec):
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 def test_roundtrip_every_acks(target, topic_name, acks):
     _roundtrip(target, topic_name, "gzip", acks)
+
+
+def test_roundtrip_idempotent_producer(target, topic_name):
+    """enable_idempotence=True: InitProducerId and sequence numbers, same exact round trip."""
+    roundtrip(AioKafkaClient(enable_idempotence=True), target.bootstrap, topic_name, "lz4")
 
 
 def test_list_offsets_earliest_latest_by_timestamp(target, topic_name):

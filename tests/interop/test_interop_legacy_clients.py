@@ -113,7 +113,7 @@ def test_old_consumer_reads_modern_records_down_converted(target, topic_name, ve
 
 
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
-@pytest.mark.parametrize("fallback", ["0.9.0", "0.10.0"])
+@pytest.mark.parametrize("fallback", ["0.8.2", "0.9.0", "0.10.0"])
 def test_librdkafka_without_api_versions_roundtrip(target, topic_name, fallback, codec):
     legacy = {"api.version.request": False, "broker.version.fallback": fallback}
     recs = records(topic_name)

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark,
+              pytest.mark.filterwarnings("ignore:.*does not yet fully support pandas:FutureWarning")]
 
 LIMIT = 2000
 

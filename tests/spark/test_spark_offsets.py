@@ -67,7 +67,7 @@ def test_limit_splits_in_proportion_to_backlog():
     assert off.limit_offsets({T0: 0}, {T0: 30}, 100) == {T0: 30}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=6),
        st.integers(1, 3000))
 def test_limit_never_exceeds_the_cap_or_the_latest(pairs, cap):
@@ -78,7 +78,7 @@ def test_limit_never_exceeds_the_cap_or_the_latest(pairs, cap):
     assert sum(end[tp] - start[tp] for tp in start) == min(cap, sum(n for _, n in pairs))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.integers(0, 500), min_size=1, max_size=5), st.integers(1, 20))
 def test_plan_covers_every_offset_once(sizes, min_parts):
     start = {("t", i): 10 for i in range(len(sizes))}

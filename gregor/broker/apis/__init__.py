@@ -22,7 +22,7 @@ log = logging.getLogger("gregor.broker.apis")
 MODULES = [
     "produce", "fetch", "list_offsets", "metadata", "api_versions", "create_topics",
     "delete_topics", "delete_records", "init_producer_id", "describe_configs",
-    "create_partitions", "alter_configs", "find_coordinator",
+    "create_partitions", "alter_configs", "find_coordinator", "describe_cluster",
 ]
 
 

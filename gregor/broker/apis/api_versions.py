@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...protocol.errors import ErrorCode
 
 API_KEY = 18
-VERSIONS = (0, 2)
+VERSIONS = (0, 3)
 
 
 def handle(broker, ctx, request) -> dict:

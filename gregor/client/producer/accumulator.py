@@ -69,15 +69,12 @@ class ReadyCheck:
 
 class RecordAccumulator:
     def __init__(self, *, batch_size: int, linger_s: float, compression: int, pool,
-                 builder_factory, delivery_timeout_s: float, partitioner=None,
-                 clock=time.monotonic):
+                 delivery_timeout_s: float, clock=time.monotonic):
         self.batch_size = max(batch_size, 1)
         self.linger = linger_s
         self.compression = compression
         self.pool = pool
-        self.builder_factory = builder_factory
         self.delivery_timeout = delivery_timeout_s
-        self.partitioner = partitioner
         self.clock = clock
         self.lock = threading.Lock()
         # topic -> list indexed by partition of deques (None until used): no tuple per send().
@@ -266,36 +263,41 @@ class RecordAccumulator:
         urgent = exhausted or self.flushes_in_progress > 0 or self.closed
         linger = self.linger
         txn = self.txn
-        with self.lock:
-            for topic, st in list(self.stages.items()):
-                waited = now - st.created
-                if urgent or waited >= linger:
-                    self._flush_stage(topic)
-                else:
-                    next_delay = min(next_delay, linger - waited)
-            for topic, parts in self.topics.items():
-                tinfo = metadata.topics.get(topic)
-                for p, dq in enumerate(parts):
-                    if not dq:
-                        continue
-                    pinfo = tinfo.partitions.get(p) if tinfo is not None else None
-                    leader = pinfo.leader if pinfo is not None else -1
-                    if leader < 0:
-                        unknown.add(topic)
-                        continue
-                    if leader in nodes:
-                        continue
-                    b = dq[0]
-                    if b.attempts and b.retry_at > now:
-                        next_delay = min(next_delay, b.retry_at - now)
-                        continue
-                    if txn is not None and not txn.can_send(b):
-                        continue
-                    waited = now - b.created
-                    if urgent or b.full or len(dq) > 1 or waited >= linger or b.attempts:
-                        nodes.add(leader)
+        if self.stages:
+            with self.lock:
+                for topic, st in list(self.stages.items()):
+                    waited = now - st.created
+                    if urgent or waited >= linger:
+                        self._flush_stage(topic)
                     else:
                         next_delay = min(next_delay, linger - waited)
+        # Read without the lock: send() threads only append (to deques and to the open
+        # batch), and only this thread takes batches off. Each contended acquisition would
+        # cost the sender a GIL hand-off (up to the 5 ms switch interval) while a send() loop
+        # runs, so the sender locks only to take batches (drain).
+        for topic, parts in list(self.topics.items()):
+            tinfo = metadata.topics.get(topic)
+            for p, dq in enumerate(parts):
+                if not dq:
+                    continue
+                pinfo = tinfo.partitions.get(p) if tinfo is not None else None
+                leader = pinfo.leader if pinfo is not None else -1
+                if leader < 0:
+                    unknown.add(topic)
+                    continue
+                if leader in nodes:
+                    continue
+                b = dq[0]
+                if b.attempts and b.retry_at > now:
+                    next_delay = min(next_delay, b.retry_at - now)
+                    continue
+                if txn is not None and not txn.can_send(b):
+                    continue
+                waited = now - b.created
+                if urgent or b.full or len(dq) > 1 or waited >= linger or b.attempts:
+                    nodes.add(leader)
+                else:
+                    next_delay = min(next_delay, linger - waited)
         return ReadyCheck(nodes, max(0.0, next_delay), unknown)
 
     def drain(self, metadata, nodes, max_request_size: int, now: float) -> dict:
@@ -417,8 +419,8 @@ class RecordAccumulator:
             self.incomplete.discard(old)
 
     def deallocate(self, batch: ProducerBatch) -> None:
-        with self.lock:
-            self.incomplete.discard(batch)
+        # No accumulator lock: set.discard is atomic, and readers iterate over a snapshot.
+        self.incomplete.discard(batch)
         if batch.reserved:
             self.pool.deallocate(batch.reserved)
             batch.reserved = 0
@@ -427,6 +429,10 @@ class RecordAccumulator:
         """Batches still queued after delivery.timeout.ms; removed from their deques."""
         out = []
         limit = self.delivery_timeout
+        # A lock-free look first (the oldest batch of each deque is at its front).
+        if not any(dq and now - dq[0].created >= limit
+                   for parts in list(self.topics.values()) for dq in parts):
+            return out
         with self.lock:
             for parts in self.topics.values():
                 for dq in parts:
@@ -482,8 +488,7 @@ class RecordAccumulator:
     def await_flush(self, started: float, deadline: float | None) -> None:
         """Wait until every batch created at or before `started` is settled."""
         while True:
-            with self.lock:
-                pending = [b for b in self.incomplete if b.created <= started]
+            pending = [b for b in tuple(self.incomplete) if b.created <= started]
             if not pending:
                 return
             for b in pending:

@@ -63,50 +63,44 @@ def _to_bytes(x, what: str):
                     f"got {type(x).__name__}; set {what}.serializer or encode it yourself")
 
 
-def _default_builder_factory():
-    from ...protocol.records.builder import BatchBuilder
-    return lambda compression, max_bytes: BatchBuilder(compression=compression,
-                                                       max_bytes=max_bytes)
-
-
 class Producer:
     """Kafka producer. Config as a dict with Kafka's names and/or python keywords:
     `Producer({"bootstrap.servers": "127.0.0.1:9092"}, linger_ms=5)`."""
 
     def __init__(self, config: dict | None = None, *, _network=None, _clock=None,
-                 _builder_factory=None, _start=True, **kwargs):
+                 _start=True, **kwargs):
         cfg = producer_config(config, kwargs)
         self.config = cfg
         clock = _clock or time.monotonic
         self._clock = clock
-        self._metadata = Metadata(cfg["metadata.max.age.ms"], allow_auto_topic_creation=True)
-        self._network = _network or NetworkClient(cfg, metadata=self._metadata, clock=clock)
-        self._metadata = self._network.metadata
-        self._pool = BufferPool(cfg["buffer.memory"], clock=clock)
-        self._pool.on_wait = self._network.wakeup
+        # Everything that can refuse the config comes before the first socket.
         self._partitioner = partitioner_from_config(cfg)
         self._sticky = bool(getattr(self._partitioner, "sticky", False))
         if cfg["partitioner.ignore.keys"] and not self._sticky:
             raise ConfigError("config 'partitioner.ignore.keys' only applies to the default "
                               "partitioner; remove it or 'partitioner'/'partitioner.class'")
         self._ignore_keys = cfg["partitioner.ignore.keys"]
+        self._key_ser = _serializer(cfg["key.serializer"], "key.serializer")
+        self._value_ser = _serializer(cfg["value.serializer"], "value.serializer")
+        self._interceptors = [_instantiate(i, "interceptor.classes")
+                              for i in cfg["interceptor.classes"]]
+        self._metadata = Metadata(cfg["metadata.max.age.ms"], allow_auto_topic_creation=True)
+        self._network = _network or NetworkClient(cfg, metadata=self._metadata, clock=clock)
+        self._metadata = self._network.metadata
+        self._pool = BufferPool(cfg["buffer.memory"], clock=clock)
+        self._pool.on_wait = self._network.wakeup
         self._acc = RecordAccumulator(
             # A batch never outgrows one request: the fast path then needs no size check
             # beyond the batch's own.
-            batch_size=min(cfg["batch.size"], cfg["max.request.size"]), linger_s=cfg["linger.ms"] / 1000.0,
-            compression=cfg["compression.codec"], pool=self._pool,
-            builder_factory=_builder_factory or _default_builder_factory(),
-            delivery_timeout_s=cfg["delivery.timeout.ms"] / 1000.0,
-            partitioner=self._partitioner, clock=clock)
+            batch_size=min(cfg["batch.size"], cfg["max.request.size"]),
+            linger_s=cfg["linger.ms"] / 1000.0, compression=cfg["compression.codec"],
+            pool=self._pool, delivery_timeout_s=cfg["delivery.timeout.ms"] / 1000.0,
+            clock=clock)
         self._txn = IdempotenceManager() if cfg["enable.idempotence"] else None
         self._acc.txn = self._txn
         self._metrics = ProducerMetrics(clock)
         self._sender = Sender(cfg, self._network, self._acc, self._metrics, txn=self._txn,
                               clock=clock)
-        self._key_ser = _serializer(cfg["key.serializer"], "key.serializer")
-        self._value_ser = _serializer(cfg["value.serializer"], "value.serializer")
-        self._interceptors = [_instantiate(i, "interceptor.classes")
-                              for i in cfg["interceptor.classes"]]
         self._acc.interceptors = self._interceptors or None
         self._max_block = cfg["max.block.ms"] / 1000.0
         self._max_request_size = cfg["max.request.size"]

@@ -53,6 +53,7 @@ class Sender:
         self.fatal_error: Exception | None = None
         self.idle_until = 0.0
         self.linger = cfg["linger.ms"] / 1000.0
+        self.recheck = max(self.linger, 0.005)
 
     # -- thread ----------------------------------------------------------------------------
     def start(self, name: str) -> None:
@@ -98,10 +99,15 @@ class Sender:
         # While the producer id is pending, can_send() holds batches back; metadata, expiry
         # and connections still make progress.
         timeout = min(timeout, self._send_producer_data(now))
-        # send() wakes us only when we would otherwise sleep past a new batch's linger:
-        # a wakeup is a syscall plus a GIL hand-off, too dear to make per batch.
-        # With requests in flight a response wakes us soon anyway.
-        self.idle_until = now + timeout if not self.in_flight else 0.0
+        # send() wakes us only when we would otherwise sleep past a new batch's linger: a
+        # wakeup is a syscall plus a GIL hand-off, too dear to make per batch. While requests
+        # are in flight (when batches pile up fastest) we look again every linger.ms (at
+        # least every 5 ms) instead, so no wakeup is needed then.
+        if self.in_flight:
+            timeout = min(timeout, self.recheck)
+            self.idle_until = 0.0
+        else:
+            self.idle_until = now + timeout
         self.network.poll(timeout)
         self.idle_until = 0.0
 

@@ -18,7 +18,7 @@ def metadata(parts=2, leader=1):
 def make(batch_size=1000, linger=0.005, memory=100000, delivery=120.0):
     pool = BufferPool(memory)
     acc = RecordAccumulator(batch_size=batch_size, linger_s=linger, compression=0, pool=pool,
-                            builder_factory=None, delivery_timeout_s=delivery,
+                            delivery_timeout_s=delivery,
                             clock=lambda: 0.0)
     return acc, pool
 
