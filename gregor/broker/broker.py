@@ -19,7 +19,7 @@ from typing import Any
 
 from ..protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
                                InvalidReplicaAssignmentError, InvalidReplicationFactorError,
-                               InvalidTopicError, KafkaError, TopicAlreadyExistsError,
+                               InvalidTopicError, TopicAlreadyExistsError,
                                TopicDeletionDisabledError, UnknownTopicOrPartitionError)
 from . import apis
 from .apis import api_versions
@@ -327,6 +327,3 @@ class Broker:
             p.update_config(cfg)
             p.log.config = log_cfg
         log.info("topic %r configs are now %s", name, clean or "the broker defaults")
-
-    def error_code_of(self, exc: BaseException) -> int:
-        return exc.code if isinstance(exc, KafkaError) else -1

@@ -24,6 +24,8 @@ class EmbeddedBroker:
         self.log_path = self.data_dir.parent / "broker.log"
         self.bootstrap: str | None = None
         self._proc: subprocess.Popen | None = None
+        self._log = None
+        self._pump: threading.Thread | None = None
 
     def start(self) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -32,7 +34,7 @@ class EmbeddedBroker:
         for k, v in self.settings.items():
             cmd += ["--set", f"{k}={v}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        log = open(self.log_path, "w")
+        log = self._log = open(self.log_path, "w")
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
         found: list[str] = []
         ready = threading.Event()
@@ -47,7 +49,8 @@ class EmbeddedBroker:
                     ready.set()
             ready.set()
 
-        threading.Thread(target=pump, name="gregor-demo-broker-output", daemon=True).start()
+        self._pump = threading.Thread(target=pump, name="gregor-demo-broker-output", daemon=True)
+        self._pump.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not ready.wait(0.1):
             if time.monotonic() > deadline:
@@ -62,14 +65,20 @@ class EmbeddedBroker:
         return self.bootstrap
 
     def stop(self) -> None:
-        if self._proc is None or self._proc.poll() is not None:
+        if self._proc is None:
             return
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            self._proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._pump is not None:
+            self._pump.join(STOP_TIMEOUT_S)  # ends at the broker's end of output
+        self._proc.stdout.close()
+        self._log.close()
+        self._proc = None
 
     def __enter__(self):
         self.start()

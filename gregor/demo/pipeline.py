@@ -60,7 +60,8 @@ class StreamStats:
     per_batch: list = field(default_factory=list)
 
 
-# Spark's own log lines would bury the demo's progress: errors only, on stderr.
+# Spark's own log lines would bury the demo's progress: errors only, on stderr (the repl
+# logger at the same level keeps PySpark from announcing its default level).
 _LOG4J2 = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = stderr
 appender.stderr.type = Console
@@ -68,6 +69,8 @@ appender.stderr.name = stderr
 appender.stderr.target = SYSTEM_ERR
 appender.stderr.layout.type = PatternLayout
 appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 
@@ -149,9 +152,10 @@ def publish_flights(spark: SparkSession, s: DemoSettings, flights_pd, on_progres
     watcher.start()
     try:
         out.write.format("gregor").options(**s.client).option("topic", FLIGHTS_TOPIC).mode("append").save()
+        return watcher.poll()
     finally:
         watcher.stop()
-    return watcher.poll()
+        watcher.close()
 
 
 class _OffsetWatcher(threading.Thread):
@@ -182,6 +186,9 @@ class _OffsetWatcher(threading.Thread):
     def stop(self):
         self._halt.set()
         self.join()
+
+    def close(self):
+        self._meta.close()
 
 
 def delay_stats_stream(spark: SparkSession, s: DemoSettings, airlines_pd, weather_pd) -> DataFrame:

@@ -83,8 +83,9 @@ def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = 
             task = bar.add_task("streaming hourly delays", total=n, note="")
             stream = pipeline.run_with_restarts(
                 lambda: pipeline.start_delay_query(spark, s, airlines, weather),
-                lambda b: bar.update(task, completed=b["total_rows"],
-                                     note=f"micro-batch {b['batch']}: {b['rows']:,} flights"),
+                lambda b: bar.update(task, completed=b["total_rows"], note=(
+                    f"micro-batch {b['batch']}: {b['rows']:,} flights" if b["rows"] else
+                    f"micro-batch {b['batch']}: no new flights, closing windows past the watermark")),
                 console.print)
         step("stream", t0)
         console.print(f"streaming query: {stream.batches} micro-batches, {stream.input_rows:,} flights read, "

@@ -31,6 +31,9 @@ _REJECTED_SINK_CLIENT_OPTIONS = {
 # Spark's default for maxTriggerDelay: a source holding back for minOffsetsPerTrigger still
 # runs a batch after 15 minutes so slow topics are not starved forever.
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+# kafkaConsumer.pollTimeoutMs: how long a task waits for records it knows exist before failing;
+# the connector's default (Spark's network timeout, 120 s) outlasts a broker restart.
+DEFAULT_POLL_TIMEOUT_MS = 120_000
 
 
 class OptionError(ValueError):
@@ -44,6 +47,11 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
         if k.lower() == lowered:
             return None if v is None else str(v)
     return None
+
+
+def wants_headers(options: Mapping[str, str]) -> bool:
+    """includeHeaders: the read schema depends on it before any reader exists."""
+    return _bool(options, "includeHeaders", False)
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
@@ -223,7 +231,7 @@ class SourceOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy: "error" | "latest"
-    poll_timeout_ms: int = 120_000
+    poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
 
 
 def _check_client_options(client: Mapping[str, str], rejected: Mapping[str, str], where: str) -> None:
@@ -297,7 +305,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         max_trigger_delay_ms=(DEFAULT_MAX_TRIGGER_DELAY_MS if delay_raw is None
                               else parse_duration_ms("maxTriggerDelay", delay_raw)),
         timestamp_strategy=strategy,
-        poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs") or 120_000,
+        poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
     )
 
 

@@ -168,7 +168,9 @@ class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerA
                                    context="streaming query")
         latest = {tp: max(latest[tp], current[tp]) for tp in current}
         backlog = sum(latest[tp] - current[tp] for tp in current)
-        if not isinstance(limit, ReadAllAvailable) and self.opts.min_offsets_per_trigger:
+        # Trigger.AvailableNow must reach its target, so it never holds back for a minimum.
+        if (not isinstance(limit, ReadAllAvailable) and self.opts.min_offsets_per_trigger
+                and self._target is None):
             waited_ms = (time.monotonic() - self._last_trigger) * 1000
             if backlog < self.opts.min_offsets_per_trigger and waited_ms < self.opts.max_trigger_delay_ms:
                 return start  # hold back: too few records and maxTriggerDelay not reached yet

@@ -23,7 +23,7 @@ from pyspark.sql.types import StructType
 
 from .arrow import check_sink_schema, read_ddl
 from .client import RecordWriter
-from .options import OptionError, SinkOptions, _bool, parse_sink_options, parse_source_options
+from .options import OptionError, SinkOptions, parse_sink_options, parse_source_options, wants_headers
 from .reader import GregorBatchReader, GregorStreamReader
 
 log = logging.getLogger("gregor.spark")
@@ -38,7 +38,7 @@ class GregorDataSource(DataSource):
         return "gregor"
 
     def schema(self):
-        return read_ddl(_bool(self.options, "includeHeaders", False))
+        return read_ddl(wants_headers(self.options))
 
     def reader(self, schema: StructType):
         return GregorBatchReader(parse_source_options(self.options, streaming=False))

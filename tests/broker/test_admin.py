@@ -253,3 +253,14 @@ def test_describe_cluster(tmp_path):
         r = await call(b, "DescribeCluster", 1, {"endpoint_type": 2})
         assert r["error_code"] != 0
     run_broker(tmp_path, s)
+
+
+def test_api_versions_v3_checks_the_client_software_fields(tmp_path):
+    async def s(b):
+        ok = await call(b, "ApiVersions", 3, {"client_software_name": "librdkafka",
+                                              "client_software_version": "2.3.0"})
+        assert ok["error_code"] == 0 and ok["api_keys"]
+        bad = await call(b, "ApiVersions", 3, {"client_software_name": "bad name!",
+                                               "client_software_version": "1"})
+        assert bad["error_code"] == ErrorCode.INVALID_REQUEST
+    run_broker(tmp_path, s)

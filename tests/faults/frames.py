@@ -163,6 +163,15 @@ def fetch_v4(corr: int, topic: str, partition: int, offset: int = 0, max_wait_ms
     return frame(1, 4, corr, body)
 
 
+def fetch_v10(corr: int, topic: str, partition: int, offset: int = 0,
+              max_wait_ms: int = 0) -> bytes:
+    """Fetch v10: the first version that may carry zstd batches; no fetch session."""
+    part = i32(partition) + i32(-1) + i64(offset) + i64(-1) + i32(1 << 20)
+    body = (i32(-1) + i32(max_wait_ms) + i32(1) + i32(1 << 20) + i8(0) + i32(0) + i32(-1)
+            + array([string(topic) + array([part])]) + array([]))
+    return frame(1, 10, corr, body)
+
+
 def list_offsets_v1(corr: int, topic: str, partition: int, ts: int = -1) -> bytes:
     body = i32(-1) + array([string(topic) + array([i32(partition) + i64(ts)])])
     return frame(2, 1, corr, body)

@@ -6,6 +6,7 @@ import pytest
 
 from tests.interop.dataset import CODECS, make_records, timestamp_probes, verify_exact
 from tests.interop.test_interop_confluent_kafka import ConfluentKafkaClient
+from tests.interop.wire import check_codec_used
 from tests.support.broker import BrokerProcess
 
 pytestmark = pytest.mark.interop
@@ -42,6 +43,7 @@ def test_kill_9_then_restart_serves_identical_data_across_segments(tmp_path):
         for topic, (partitions, dl) in delivered.items():
             after = client.consume(b.bootstrap, topic, partitions, PER_CODEC)
             verify_exact(dl, after)
+            check_codec_used(b.port, topic, partitions, topic.split("-")[1])
             assert sorted(after, key=lambda g: (g.partition, g.offset)) == \
                 sorted(before[topic], key=lambda g: (g.partition, g.offset))
             probes = {p: timestamp_probes(after, p) for p in range(partitions)}

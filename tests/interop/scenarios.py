@@ -10,6 +10,7 @@ from typing import Protocol
 
 from tests.interop.dataset import (PARTITIONS, RECORDS, Delivered, Got, Rec, make_records,
                                    timestamp_probes, verify_contents, verify_exact)
+from tests.interop.wire import check_codec_used, check_idempotent_batches
 
 # Generous bounds for one client run of 10,000 records against a Python broker on a shared
 # 2-core machine; they only stop a hung test, no timing is asserted.
@@ -27,6 +28,9 @@ class ClientAdapter(Protocol):
     def produce(self, bootstrap: str, topic: str, records: list[Rec], codec: str,
                 acks: str | None) -> list[Delivered]:
         """Produce with the client's defaults, except compression and acks (None = default)."""
+
+    def expects_idempotence(self, acks: str | None) -> bool:
+        """Whether the producer should be idempotent with these settings (checked on disk)."""
 
     def consume(self, bootstrap: str, topic: str, partitions: int, count: int) -> list[Got]:
         """Read `count` records from the beginning of every partition with assign()."""
@@ -58,6 +62,10 @@ def roundtrip(client: ClientAdapter, bootstrap: str, topic: str, codec: str,
         verify_contents(records, consumed)
     else:
         verify_exact(delivered, consumed)
+    port = int(bootstrap.rsplit(":", 1)[1])
+    check_codec_used(port, topic, partitions, codec)
+    if client.expects_idempotence(acks):
+        check_idempotent_batches(port, topic, partitions)
     return RoundTrip(topic, partitions, records, delivered, consumed)
 
 

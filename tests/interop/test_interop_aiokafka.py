@@ -72,6 +72,9 @@ class AioKafkaClient:
                     for r, md in zip(records, mds)]
         return run(go())
 
+    def expects_idempotence(self, acks):
+        return bool(self.producer_extra.get("enable_idempotence"))
+
     def consume(self, bootstrap, topic, partitions, count):
         async def go():
             consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,

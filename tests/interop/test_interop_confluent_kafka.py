@@ -75,6 +75,9 @@ class ConfluentKafkaClient:
             out.append(Delivered(r, p, off, ts if ts_type == TIMESTAMP_CREATE_TIME else None))
         return out
 
+    def expects_idempotence(self, acks):
+        return bool(self.producer_extra.get("enable.idempotence"))
+
     def _consumer(self, bootstrap):
         # group.id only because the client insists on one; nothing is committed.
         return Consumer({"bootstrap.servers": bootstrap, "group.id": "interop-assign",

@@ -55,6 +55,9 @@ class KafkaPythonClient:
         finally:
             producer.close(timeout=10)
 
+    def expects_idempotence(self, acks):
+        return acks in (None, "all")  # kafka-python 3's default; acks 0/1 turn it off
+
     def _consumer(self, bootstrap):
         return KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                              enable_auto_commit=False, auto_offset_reset="earliest")

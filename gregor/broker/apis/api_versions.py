@@ -1,21 +1,31 @@
 """ApiVersions (18): the versions of each API this broker really serves.
 
-We advertise non-flexible versions only (the highest ones before each API's first flexible
-version): every client we test negotiates down to them, and they keep kafka-python's broker
-version guess modern (Metadata 5+, Fetch 11, Produce 8 read as Kafka >= 2.3). A client asking
-with a version we do not know (kafka-python starts at v4, librdkafka at v3) gets
-UNSUPPORTED_VERSION in a v0 body listing our versions, on a connection that stays open; that
-reply is built by the server (see Broker.unsupported_api_versions_response).
+The other APIs are advertised at non-flexible versions (the highest before each API's first
+flexible version): every client we test negotiates down to them, and they keep kafka-python's
+broker version guess modern (Metadata 5+, Fetch 11, Produce 8 read as Kafka >= 2.3).
+ApiVersions itself is served up to v3 (flexible; the response header stays v0), which
+librdkafka sends first. A client asking with a version we do not know (kafka-python starts at
+v4) gets UNSUPPORTED_VERSION in a v0 body listing our versions, on a connection that stays
+open; the server sends that reply (unsupported_version_body below).
 """
 from __future__ import annotations
+
+import re
 
 from ...protocol.errors import ErrorCode
 
 API_KEY = 18
+# Kafka's rule for v3+ client software names and versions (KIP-511).
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 VERSIONS = (0, 3)
 
 
 def handle(broker, ctx, request) -> dict:
+    if ctx.api_version >= 3 and not (
+            _SOFTWARE.match(request["client_software_name"] or "")
+            and _SOFTWARE.match(request["client_software_version"] or "")):
+        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": broker.api_version_table,
+                "throttle_time_ms": 0}
     return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_table,
             "throttle_time_ms": 0}
 

@@ -117,6 +117,19 @@ class RecordAccumulator:
             self._grow(topic, n)
             return self.open[topic]
 
+    def _grow_open(self, b: ProducerBatch) -> bool:
+        """Under back-pressure (batches already wait ahead of the open one) the drain would
+        merge the next batch into this one anyway: let the open batch grow by batch.size
+        instead of opening another, which saves the per-batch work. Never blocks."""
+        limit = min(MERGE_LIMIT, self.pool.total // 8)
+        if not _fresh(b) or b.max_bytes + self.batch_size > limit:
+            return False
+        if not self.pool.try_allocate(self.batch_size):
+            return False
+        b.max_bytes += self.batch_size
+        b.reserved += self.batch_size
+        return True
+
     def _close_open(self, topic: str, partition: int) -> None:
         opened = self.open.get(topic)
         if opened is not None and partition < len(opened) and opened[partition] is not None:
@@ -132,19 +145,23 @@ class RecordAccumulator:
             b.reserved += extra
 
     def append(self, topic, partition, timestamp, key, value, headers, callback,
-               max_block_s, now=None):
+               max_block_s, now=None, may_grow=True):
         """Append one record; returns (future, new_batch). new_batch is the batch this record
         opened (None when it joined an open one). Blocks up to max_block_s for buffer memory
         when a new batch is needed."""
         with self.lock:
             if self.stages and topic in self.stages:
                 self._flush_stage(topic)  # staged records of the topic go first
-            self.deque_for(topic, partition)
+            dq = self.deque_for(topic, partition)
             b = self.open[topic][partition]
             if b is not None:
                 fut = b.try_append(timestamp, key, value, headers, callback)
                 if fut is not None:
                     return fut, None
+                if may_grow and len(dq) > 1 and self._grow_open(b):
+                    fut = b.try_append(timestamp, key, value, headers, callback)
+                    if fut is not None:
+                        return fut, None
                 self._close_open(topic, partition)
         if self.closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
@@ -221,15 +238,16 @@ class RecordAccumulator:
         if not st.keys:
             self.pool.deallocate(st.reserved)
             return
-        for b in distribute(st, self.compression, self.batch_size):
+        self._grow(topic, st.n)
+        opened = self.open[topic]
+        limit = min(MERGE_LIMIT, self.pool.total // 8)
+        for b in distribute(st, opened, limit, self.compression, self.batch_size, _fresh):
             dq = self.deque_for(topic, b.partition)
             self._close_open(topic, b.partition)
             b.interceptors = self.interceptors
-            extra = len(b.keys) * PY_RECORD_OVERHEAD
-            self.pool.charge(extra)
-            b.reserved += extra
             dq.append(b)
             self.incomplete.add(b)
+            opened[b.partition] = b  # open: later records of the partition join it
 
     def flush_stages(self, topic: str | None = None) -> None:
         with self.lock:
@@ -496,4 +514,4 @@ class RecordAccumulator:
                 if left is not None and left <= 0:
                     raise KafkaTimeoutError(
                         f"flush() timed out with {len(pending)} batches still unacknowledged")
-                b.result.event.wait(left)
+                b.result.wait(left)

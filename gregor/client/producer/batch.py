@@ -53,11 +53,29 @@ class ProduceResult:
         self.base_offset = -1
         self.log_append_time = -1
         self.error = None
-        self.event = threading.Event()
+        self.event = None  # made only when someone waits: most results are never waited on
         self.done = False
         self.split = None
         self.timestamps = timestamps
         self.done_callbacks = None  # [(index, fn, future)] from add_done_callback
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until settled (or timeout); True when settled."""
+        if self.done:
+            return True
+        with _CALLBACK_LOCK:
+            if self.done:
+                return True
+            ev = self.event
+            if ev is None:
+                ev = self.event = threading.Event()
+        return ev.wait(timeout)
+
+    def wake(self) -> None:
+        """Release waiters; call after setting done under _CALLBACK_LOCK."""
+        ev = self.event
+        if ev is not None:
+            ev.set()
 
     def resolve(self, index: int):
         """(result, index) holding record `index` after any splits."""
@@ -88,7 +106,7 @@ class FutureRecordMetadata:
     def _wait(self, timeout):
         r, i = self._result, self._index
         while True:
-            if not r.done and not r.event.wait(timeout):
+            if not r.done and not r.wait(timeout):
                 raise KafkaTimeoutError(f"record not acknowledged within {timeout} s")
             if r.split is None:
                 return r, i
@@ -262,7 +280,7 @@ class ProducerBatch:
             r.done_callbacks = None
             r.done = True
         other.final = True
-        r.event.set()
+        r.wake()
 
     def close(self) -> bytes:
         """Encode the batch with the current producer id / epoch / base sequence."""
@@ -315,7 +333,7 @@ class ProducerBatch:
         with _CALLBACK_LOCK:
             r.done = True
             done_cbs, r.done_callbacks = r.done_callbacks, None
-        r.event.set()
+        r.wake()
         if self.callbacks:
             for i, cb in self.callbacks:
                 if error is None:

@@ -59,6 +59,14 @@ class BufferPool:
                 if self._waiters and self.available > 0:
                     self._waiters[0].notify()
 
+    def try_allocate(self, size: int) -> bool:
+        """Take size bytes if they are free right now (and nobody waits); never blocks."""
+        with self._lock:
+            if self.available >= size and not self._waiters:
+                self.available -= size
+                return True
+            return False
+
     def charge(self, size: int) -> None:
         """Take size bytes without waiting (may go below zero: later allocations then wait
         until enough comes back). Used to account for Python overhead after the fact."""

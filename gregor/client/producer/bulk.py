@@ -50,7 +50,7 @@ class BulkSendResult:
         for b in self._batches:
             r = b.result
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not r.done and not r.event.wait(left):
+            if not r.done and not r.wait(left):
                 raise KafkaTimeoutError(f"send_batch not acknowledged within {timeout} s")
             out.append((b, r))
         return out
@@ -69,7 +69,7 @@ class BulkSendResult:
         return out
 
     def _follow(self, r, timeout):
-        if not r.done and not r.event.wait(timeout):
+        if not r.done and not r.wait(timeout):
             raise KafkaTimeoutError(f"send_batch not acknowledged within {timeout} s")
         if r.split is not None:
             return [m for _, c in r.split for m in self._follow(c, timeout)]

@@ -120,6 +120,7 @@ class Producer:
         self._stage_max = self._acc.batch_size - BATCH_OVERHEAD - 64
         self._plain = not (self._interceptors or self._key_ser or self._value_ser)
         self._acc_lock = self._acc.lock
+        self._stages = self._acc.stages
         self._metadata.listeners.append(self._on_metadata)
         if _start:
             self._sender.start(f"gregor-producer-network-thread | {cfg['client.id']}")
@@ -145,11 +146,31 @@ class Producer:
                                           callback)
                     p = ss[0]
                     ss[1] += (len(value) if value is not None else 0) + 12
-                elif self._stage_keyed and len(key) + (len(value) if value is not None
-                                                       else 0) < self._stage_max:
-                    # Keyed, several partitions, default partitioner: hash later, many at once.
+                elif self._stage_keyed and (rec := len(key) + (
+                        len(value) if value is not None else 0)) < self._stage_max:
+                    # Keyed, several partitions, default partitioner: hash later, many at once
+                    # (staging.py). The common case is inlined; stage_append does the rest.
                     if timestamp_ms is None:
                         timestamp_ms = _time_ns() // 1000000
+                    lock = self._acc_lock
+                    lock.acquire()
+                    stg = self._stages.get(topic)
+                    if stg is not None and stg.n == n:
+                        size = stg.size + rec + 12
+                        if size <= stg.capacity:
+                            stg.size = size
+                            keys = stg.keys
+                            i = len(keys)
+                            keys.append(key)
+                            stg.values.append(value)
+                            stg.timestamps.append(timestamp_ms)
+                            if callback is not None:
+                                if stg.callbacks is None:
+                                    stg.callbacks = []
+                                stg.callbacks.append((i, callback))
+                            lock.release()
+                            return FutureRecordMetadata(stg.result, i)
+                    lock.release()
                     fut, stage = self._acc.stage_append(topic, n, timestamp_ms, key, value,
                                                         callback, self._max_block)
                     if stage is not None:
@@ -233,10 +254,13 @@ class Producer:
             if timestamp_ms is None:
                 timestamp_ms = _time_ns() // 1000000
             block = self._max_block if deadline is None else max(0.0, deadline - self._clock())
+            sticky = chosen and self._sticky and (key is None or self._ignore_keys)
+            # A sticky partition must see its batch boundaries (it switches there), so its
+            # open batch may not grow past batch.size.
             fut, new_batch = self._acc.append(topic, partition, timestamp_ms, key, value,
-                                              headers, callback, block)
+                                              headers, callback, block, may_grow=not sticky)
             if new_batch is not None:
-                if chosen and self._sticky and (key is None or self._ignore_keys):
+                if sticky:
                     self._sticky_boundary(topic, partition, n)
                 sender = self._sender
                 if sender.idle_until > new_batch.created + sender.linger:

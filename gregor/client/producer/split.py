@@ -64,7 +64,7 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
         r.done_callbacks = None
         r.done = True
     b.final = True
-    r.event.set()
+    r.wake()
     return children
 
 

@@ -43,9 +43,12 @@ def _pick(seq, sel):
     return list(itemgetter(*sel)(seq)) if len(sel) > 1 else [seq[sel[0]]]
 
 
-def distribute(stage: KeyedStage, compression: int, batch_size: int) -> list[ProducerBatch]:
-    """Partition the stage's records; returns one new batch per partition that got records,
-    in partition order. The stage's memory reservation moves to the batches."""
+def distribute(stage: KeyedStage, opened: list, limit: int, compression: int,
+               batch_size: int, fresh) -> list[ProducerBatch]:
+    """Partition the stage's records. A partition's share goes into its open batch when that
+    batch is still fresh and stays under `limit` bytes (it was opened before the stage, so
+    order holds); otherwise into a new batch, returned for the caller to queue and leave
+    open. The stage's memory reservation moves along with the records."""
     keys = stage.keys
     count = len(keys)
     parts = murmur2_partitions(keys, stage.n)
@@ -53,46 +56,62 @@ def distribute(stage: KeyedStage, compression: int, batch_size: int) -> list[Pro
     ps, starts = np.unique(parts[order], return_index=True)
     bounds = starts.tolist() + [count]
     pos = np.empty(count, dtype=np.int64)
-    batches = []
-    children = {}
+    new_batches = []
+    targets = {}
     reserved = stage.reserved
+    values = stage.values
     for j, p in enumerate(ps.tolist()):
         a, b = bounds[j], bounds[j + 1]
         idx = order[a:b]
-        pos[idx] = np.arange(b - a)
         sel = idx.tolist()
-        batch = ProducerBatch(stage.topic, p, stage.created, 0, batch_size, compression)
-        batch.keys = _pick(keys, sel)
-        batch.values = _pick(stage.values, sel)
-        batch.timestamps = _pick(stage.timestamps, sel)
-        batch.result.timestamps = batch.timestamps
-        batch.size = BATCH_OVERHEAD + sum(map(len, batch.keys)) + RECORD_OVERHEAD * (b - a) + \
-            sum(len(v) for v in batch.values if v is not None)
-        share = min(reserved, batch.size)
-        batch.reserved = share
+        keys_p = _pick(keys, sel)
+        values_p = _pick(values, sel)
+        ts_p = _pick(stage.timestamps, sel)
+        size_p = sum(map(len, keys_p)) + RECORD_OVERHEAD * (b - a) + \
+            sum(len(v) for v in values_p if v is not None)
+        share = min(reserved, size_p)
         reserved -= share
-        batch.full = True
-        children[p] = batch
-        batches.append(batch)
+        target = opened[p] if p < len(opened) else None
+        if target is not None and fresh(target) and target.size + size_p <= limit:
+            shift = len(target.keys)
+            if target.headers is not None:
+                target.headers.extend([None] * (b - a))
+            target.keys.extend(keys_p)
+            target.values.extend(values_p)
+            target.timestamps.extend(ts_p)
+            target.size += size_p
+            target.max_bytes = max(target.max_bytes, target.size)
+            target.reserved += share
+        else:
+            shift = 0
+            target = ProducerBatch(stage.topic, p, stage.created, share, batch_size,
+                                   compression)
+            target.keys, target.values, target.timestamps = keys_p, values_p, ts_p
+            target.result.timestamps = ts_p
+            target.size = BATCH_OVERHEAD + size_p
+            target.max_bytes = max(batch_size, target.size)
+            new_batches.append(target)
+        pos[idx] = np.arange(shift, shift + b - a)
+        targets[p] = target
     if reserved:
-        batches[0].reserved += reserved  # keep the whole reservation accounted
+        next(iter(targets.values())).reserved += reserved  # keep it all accounted
     part_list = parts.tolist()
     pos_list = pos.tolist()
     for i, cb in stage.callbacks or ():
-        child = children[part_list[i]]
-        if child.callbacks is None:
-            child.callbacks = []
-        child.callbacks.append((pos_list[i], cb))
+        t = targets[part_list[i]]
+        if t.callbacks is None:
+            t.callbacks = []
+        t.callbacks.append((pos_list[i], cb))
     r = stage.result
     with _CALLBACK_LOCK:
-        r.split = (part_list, pos_list, {p: c.result for p, c in children.items()})
+        r.split = (part_list, pos_list, {p: t.result for p, t in targets.items()})
         for i, fn, fut in r.done_callbacks or ():
-            cr = children[part_list[i]].result
+            cr = targets[part_list[i]].result
             if cr.done_callbacks is None:
                 cr.done_callbacks = []
             cr.done_callbacks.append((pos_list[i], fn, fut))
         r.done_callbacks = None
         r.done = True
-    r.event.set()
+    r.wake()
     stage.reserved = 0
-    return batches
+    return new_batches

@@ -25,8 +25,8 @@ def make(batch_size=1000, linger=0.005, memory=100000, delivery=120.0):
 
 def test_records_fill_batches_and_reserve_memory():
     acc, pool = make(batch_size=1000)
-    futs = [acc.append("t", 0, 1, None, b"x" * 100, None, None, 1, now=0.0)[0]
-            for _ in range(20)]
+    futs = [acc.append("t", 0, 1, None, b"x" * 100, None, None, 1, now=0.0,
+                       may_grow=False)[0] for _ in range(20)]
     dq = acc.topics["t"][0]
     assert len(dq) == 3                               # 112 bytes a record, ~8 per batch
     assert sum(b.record_count for b in dq) == 20
@@ -117,3 +117,16 @@ def test_record_larger_than_batch_size_gets_its_own_batch():
     _, new = acc.append("t", 0, 1, None, b"x" * 500, None, None, 1, now=0.0)
     assert new.record_count == 1 and new.reserved >= 500
     assert pool.available == 100000 - new.reserved
+
+
+def test_open_batch_grows_instead_of_splitting_under_back_pressure():
+    acc, pool = make(batch_size=1000)
+    for _ in range(40):
+        acc.append("t", 0, 1, None, b"x" * 100, None, None, 1, now=0.0)
+    dq = list(acc.topics["t"][0])
+    # The first batch waits; the second grows (in batch.size steps) rather than opening more.
+    assert len(dq) == 2 and dq[0].record_count == 8 and dq[1].record_count == 32
+    assert dq[1].max_bytes == 4000 and dq[1].reserved == 4000
+    assert pool.available == pool.total - 1000 - 4000 - 8 * PY_RECORD_OVERHEAD
+    out = acc.drain(metadata(1), {1}, 10**6, now=1.0)[1]
+    assert [b.record_count for b in out] == [40]          # merged at drain
