@@ -5,9 +5,10 @@
 The topic (one partition, 10-byte keys, 100-byte values, lz4 and uncompressed variants) is
 written once with confluent-kafka. Then, per round, each reader assigns offset 0 and reads
 until it has every record: gregor poll() (records), gregor poll_batches() (columns),
-gregor poll_batches() + to_arrow(), confluent-kafka consume(), kafka-python poll(). Prints
-records/s per reader and the ratio to confluent-kafka (best round of each). The machine is
-shared and noisy: compare ratios within one run.
+gregor poll_batches() + to_arrow(), gregor poll_batches(arrow=True) (+ to_arrow()),
+confluent-kafka consume(), kafka-python poll(). Prints records/s per reader, the ratio to
+confluent-kafka and the ratio of the Arrow output to poll_batches()+to_arrow() (best round of
+each). The machine is shared and noisy: compare ratios within one run.
 """
 from __future__ import annotations
 
@@ -54,9 +55,9 @@ def read_gregor(bootstrap, topic, n, mode):
         if mode == "poll":
             got += len(c.poll(1.0))
         else:
-            for b in c.poll_batches(1.0):
+            for b in c.poll_batches(1.0, arrow=mode.startswith("arrow-out")):
                 got += len(b)
-                if mode == "arrow":
+                if mode in ("arrow", "arrow-out+batch"):
                     b.to_arrow()
     dt = time.perf_counter() - t0
     c.close()
@@ -108,6 +109,10 @@ def main():
                                                              "batches"),
                 "gregor poll_batches()+arrow": lambda: read_gregor(broker.bootstrap, topic, n,
                                                                    "arrow"),
+                "gregor poll_batches(arrow=True)": lambda: read_gregor(
+                    broker.bootstrap, topic, n, "arrow-out"),
+                "gregor poll_batches(arrow=True)+batch": lambda: read_gregor(
+                    broker.bootstrap, topic, n, "arrow-out+batch"),
                 "confluent-kafka": lambda: read_confluent(broker.bootstrap, topic, n),
                 "kafka-python": lambda: read_kafka_python(broker.bootstrap, topic, n),
             }
@@ -119,7 +124,10 @@ def main():
             print(f"\n{n:,} records, 10 B keys, 100 B values, compression={codec}")
             for name, dt in best.items():
                 rate = n / dt
-                print(f"  {name:30s} {rate:12,.0f} records/s  {rate / base:5.2f}x confluent")
+                print(f"  {name:38s} {rate:12,.0f} records/s  {rate / base:5.2f}x confluent")
+            ratio = best["gregor poll_batches()+arrow"] / best[
+                "gregor poll_batches(arrow=True)+batch"]
+            print(f"  Arrow output vs list columns + to_arrow(): {ratio:.2f}x")
 
 
 if __name__ == "__main__":

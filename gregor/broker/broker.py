@@ -19,7 +19,7 @@ from typing import Any
 
 from ..protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
                                InvalidReplicaAssignmentError, InvalidReplicationFactorError,
-                               InvalidTopicError, TopicAlreadyExistsError,
+                               InvalidTopicError, PolicyViolationError, TopicAlreadyExistsError,
                                TopicDeletionDisabledError, UnknownTopicOrPartitionError)
 from . import apis
 from .apis import api_versions
@@ -38,6 +38,27 @@ log = logging.getLogger("gregor.broker")
 MAX_PARTITIONS_PER_TOPIC = 10_000
 # Names Kafka reserves for its internal topics; clients may read them but not create them here.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def partition_budget(config: BrokerConfig) -> int:
+    """gregor.max.partitions, or what the open-file limit allows: ~3 descriptors per partition
+    (segment, offset and time index) plus a rolled segment's, after the connections and a
+    reserve for everything else."""
+    explicit = int(config.get("gregor.max.partitions"))
+    if explicit > 0:
+        return explicit
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    except (ImportError, ValueError, OSError):
+        return 10_000
+    if soft == resource.RLIM_INFINITY:
+        return 100_000
+    return max(100, (soft - int(config.get("max.connections")) - 256) // 4)
 
 
 def _budget(value) -> int:
@@ -66,6 +87,7 @@ class Broker:
         self.metrics_port: int | None = None
         self._tasks: list[asyncio.Task] = []
         self._shutdown_started = False
+        self.max_partitions = partition_budget(config)
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -236,7 +258,16 @@ class Broker:
             validate_topic_configs(clean)
         except ConfigError as e:
             raise InvalidConfigurationError(str(e)) from None
+        self._check_partition_budget(partitions)
         return partitions, clean
+
+    def _check_partition_budget(self, new: int) -> None:
+        have = len(self.replica_manager.partitions)
+        if have + new > self.max_partitions:
+            raise PolicyViolationError(
+                f"this broker hosts {have} partitions and serves at most {self.max_partitions} "
+                "(gregor.max.partitions, derived from the open-file limit); delete topics or "
+                "raise the limit (ulimit -n, --set gregor.max.partitions=N)")
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
         """Create an already validated topic and open its partitions."""
@@ -259,6 +290,11 @@ class Broker:
         if topic_name_error(name) or name in INTERNAL_TOPICS:
             return None
         n = int(self.config.get("num.partitions"))
+        try:
+            self._check_partition_budget(n)
+        except PolicyViolationError as e:
+            log.warning("not auto-creating topic %r: %s", name, e.message)
+            return None
         return self.create_topic(name, n, {})
 
     def delete_topic(self, name: str) -> None:
@@ -298,6 +334,7 @@ class Broker:
         if total > MAX_PARTITIONS_PER_TOPIC:
             raise InvalidPartitionsError(f"{total} partitions is more than this broker serves "
                                          f"per topic ({MAX_PARTITIONS_PER_TOPIC})")
+        self._check_partition_budget(total - t.partitions)
         if validate_only:
             return
         cfg = self.topic_config(t)

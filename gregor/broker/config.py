@@ -100,6 +100,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "acks=all produce requests are answered once their records are fsynced (group commit "
        "off the event loop: one fsync per partition per round, however many requests it "
        "covers). false = Kafka's single-replica behaviour (answered after the append)."),
+    _s("gregor.max.partitions", "int", -1,
+       "Partitions this broker hosts at most (-1: derived from the open-file limit: each "
+       "partition keeps ~3 descriptors open, and running out of descriptors would stop the "
+       "broker from accepting connections). Topic creation past it gets POLICY_VIOLATION."),
     _s("gregor.shutdown.timeout.ms", "long", 10000,
        "How long a graceful shutdown waits for in-flight requests."),
 ]}

@@ -264,3 +264,35 @@ def test_api_versions_v3_checks_the_client_software_fields(tmp_path):
                                                "client_software_version": "1"})
         assert bad["error_code"] == ErrorCode.INVALID_REQUEST
     run_broker(tmp_path, s)
+
+
+def test_partition_budget(tmp_path):
+    async def s(b):
+        assert b.max_partitions == 5
+        res = await _create(b, _topic("four", 4), _topic("two", 2))
+        assert res["four"][0] == 0 and res["two"][0] == ErrorCode.POLICY_VIOLATION
+        assert "gregor.max.partitions" in res["two"][1]
+        m = await call(b, "Metadata", 4, {"topics": [{"name": "auto"}],
+                                          "allow_auto_topic_creation": True})
+        assert m["topics"][0]["error_code"] == 0                      # 1 more fits
+        m = await call(b, "Metadata", 4, {"topics": [{"name": "auto2"}],
+                                          "allow_auto_topic_creation": True})
+        assert m["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        r = await call(b, "CreatePartitions", 1, {"topics": [{"name": "four", "count": 6,
+                                                               "assignments": None}],
+                                                   "timeout_ms": 1000, "validate_only": False})
+        assert r["results"][0]["error_code"] == ErrorCode.POLICY_VIOLATION
+    run_broker(tmp_path, s, **{"gregor.max.partitions": "5"})
+
+
+def test_default_partition_budget_follows_the_open_file_limit():
+    import resource
+
+    from gregor.broker.broker import partition_budget
+    from gregor.broker.config import BrokerConfig
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    budget = partition_budget(BrokerConfig())
+    assert 100 <= budget
+    if soft != resource.RLIM_INFINITY:
+        soft_after, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        assert budget * 4 + 1000 <= soft_after

@@ -228,3 +228,32 @@ def test_marker_only_fetch_moves_the_position_and_shows_in_poll_batches():
     c.seek("t", 0, 1)
     assert c.poll(0.05) == []          # poll() waits out its timeout instead of returning early
     assert c.position("t", 0) == 2
+
+
+def test_poll_batches_arrow_returns_arrow_chunks_and_advances():
+    from gregor.client.consumer.arrow_records import ArrowRecords
+    from gregor.protocol.records.batch import encode_control_batch
+    c, net = make()
+    net.append("t", 0, [b"v%d" % i for i in range(50)], keys=[None] * 50)
+    net.logs[("t", 0)].append(encode_control_batch(True, producer_id=3, producer_epoch=0,
+                                                   base_offset=50))
+    net.append("t", 1, [b"c"])
+    c.assign([("t", 0, 10), ("t", 1, 0)])
+    chunks = []
+    for _ in range(10):
+        chunks += c.poll_batches(0.002, arrow=True)
+    assert chunks and all(isinstance(ch, ArrowRecords) for ch in chunks)
+    values = {p: [v for ch in chunks if ch.partition == p for v in ch.values.to_pylist()]
+              for p in (0, 1)}
+    assert values == {0: [b"v%d" % i for i in range(10, 50)], 1: [b"c"]}
+    assert c.position("t", 0) == 51 and c.position("t", 1) == 1
+    # Arrow chunks still buffered come out as records from poll() (and back as lists).
+    net.append("t", 0, [b"x", b"y", b"z"])
+    first = []
+    for _ in range(10):
+        first += c.poll_batches(0.002, max_records=1, arrow=True)
+        if first:
+            break
+    assert [ch.values.to_pylist() for ch in first] == [[b"x"]]
+    got = drain(c)
+    assert [(r.offset, r.value) for r in got] == [(52, b"y"), (53, b"z")]

@@ -264,3 +264,25 @@ def test_min_insync_replicas_above_the_isr_rejects_acks_all_only(target, admin, 
     assert md.offset == 0, "the rejected acks=all record was appended anyway"
     got = consume(target.bootstrap, topic_name, 0, 1)
     assert [(m.offset(), m.value()) for m in got] == [(0, b"lands")]
+
+
+def test_consumer_metadata_does_not_auto_create_but_producer_metadata_does(target, admin,
+                                                                          topic_name):
+    """Metadata v4+ carries allow_auto_topic_creation: librdkafka consumers send false (their
+    allow.auto.create.topics default), producers true. The broker must honour the flag."""
+    ghost = topic_name + "-ghost"
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "ghost",
+                  "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 200})
+    try:
+        c.assign([TopicPartition(ghost, 0, 0)])
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            c.consume(10, 0.2)
+        assert ghost not in topics(admin), "a consumer's metadata request created the topic"
+    finally:
+        c.close()
+    created = topic_name + "-auto"
+    p = Producer({"bootstrap.servers": target.bootstrap})
+    p.produce(created, value=b"first")
+    assert p.flush(TIMEOUT_S) == 0
+    assert created in topics(admin)

@@ -19,6 +19,7 @@ import pytest
 from tests.interop.dataset import CODECS, Delivered, Got, Rec, make_records, timestamp_probes
 from tests.interop.dataset import verify_contents, verify_exact
 from tests.interop.scenarios import CONSUME_TIMEOUT_S, PRODUCE_TIMEOUT_S
+from tests.interop.targets import target_name
 from tests.interop.wire import check_codec_used
 
 KCAT = shutil.which("kcat") or shutil.which("kafkacat")
@@ -116,7 +117,8 @@ def roundtrip(bootstrap: str, topic: str, codec: str, acks: str | None = None):
         verify_contents([d.rec for d in stamped], consumed)
     else:
         verify_exact(stamped, consumed)
-    check_codec_used(int(bootstrap.rsplit(":", 1)[1]), topic, 1, codec)
+    if target_name() == "gregor":  # tansu answers raw Fetch v10 with no partitions
+        check_codec_used(int(bootstrap.rsplit(":", 1)[1]), topic, 1, codec)
     metadata = json.loads(kcat("-L", "-b", bootstrap, "-t", topic, "-J", "-q"))
     (t,) = [t for t in metadata["topics"] if t["topic"] == topic]
     assert len(t["partitions"]) >= 1 and not t.get("error"), f"metadata for {topic}: {t}"

@@ -16,6 +16,8 @@ def _partition_records(body: bytes) -> tuple[int, int, bytes]:
     """(error, high_watermark, records) of the single partition in a Fetch v10 response."""
     (top_error,) = struct.unpack_from(">h", body, 4)
     assert top_error == 0, f"fetch error {top_error}"
+    (topics,) = struct.unpack_from(">i", body, 10)
+    assert topics == 1, f"a fetch of one partition answered {topics} topics"
     pos = 4 + 2 + 4 + 4  # throttle_time_ms, error_code, session_id, topics count
     (name_len,) = struct.unpack_from(">h", body, pos)
     pos += 2 + name_len + 4 + 4  # name, partitions count, partition index

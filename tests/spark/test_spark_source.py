@@ -227,3 +227,11 @@ def test_timestamps_pattern_and_assign_select_records(spark, bootstrap, make_top
     assigned = (spark.read.format("gregor").option("kafka.bootstrap.servers", bootstrap)
                 .option("assign", json.dumps({topic: [1]})).load())
     assert {r.partition for r in assigned.collect()} == {1} and assigned.count() == 10
+
+
+def test_a_failed_send_fails_the_write_with_its_cause(spark, bootstrap, make_topic):
+    topic = make_topic(partitions=1)
+    df = spark.createDataFrame([("v", 7)], "value string, partition int")
+    with pytest.raises(Exception, match=f"partition 7 of topic '{topic}'"):
+        (df.write.format("gregor").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+         .option("kafka.max.block.ms", "2000").mode("append").save())

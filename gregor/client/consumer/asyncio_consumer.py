@@ -40,8 +40,9 @@ class AsyncioConsumer:
     async def poll(self, timeout: float = 1.0, max_records: int | None = None):
         return await self._call(self._consumer.poll, timeout, max_records)
 
-    async def poll_batches(self, timeout: float = 1.0, max_records: int | None = None):
-        return await self._call(self._consumer.poll_batches, timeout, max_records)
+    async def poll_batches(self, timeout: float = 1.0, max_records: int | None = None, *,
+                           arrow: bool = False):
+        return await self._call(self._consumer.poll_batches, timeout, max_records, arrow=arrow)
 
     async def seek(self, topic, partition=None, offset=None) -> None:
         await self._call(self._consumer.seek, topic, partition, offset)

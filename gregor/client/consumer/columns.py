@@ -87,6 +87,9 @@ class PartitionRecords:
     _COLUMNS = ("offsets", "timestamps", "timestamp_types", "keys", "values", "headers",
                 "leader_epochs")
 
+    def offset_at(self, i: int) -> int:
+        return self.offsets[i]
+
     def slice(self, start: int, stop: int) -> "PartitionRecords":
         """Records [start:stop] as a new PartitionRecords (O(stop - start)); its next_offset
         is the offset of the record after stop (or this one's next_offset at the end)."""
@@ -303,13 +306,9 @@ class AbortedTransactions:
         return h.is_transactional and h.producer_id in self.active
 
 
-def _append_vectorised(batches: list, min_offset: int, out: PartitionRecords) -> bool:
-    """Decode every data batch of a fetch in one numpy pass; False to use the loop instead.
-    batches: [(header, body bytes, timestamp type)]."""
-    cols = decode_columns([b for _, b, _ in batches], [h.records_count for h, _, _ in batches])
-    if cols is None:
-        return False
-    off_delta, ts_delta, keys, values = cols
+def batch_numbers(batches: list, off_delta, ts_delta):
+    """(offsets, timestamps, timestamp types, leader epochs) as numpy arrays for the records of
+    `batches` ([(header, body, timestamp type)]) from their per-record deltas."""
     counts = [h.records_count for h, _, _ in batches]
     base_offsets = np.repeat(np.array([h.base_offset for h, _, _ in batches], np.int64), counts)
     offsets = off_delta + base_offsets
@@ -322,6 +321,17 @@ def _append_vectorised(batches: list, min_offset: int, out: PartitionRecords) ->
     types = np.repeat(np.array([tt for _, _, tt in batches], np.int32), counts)
     epochs = np.repeat(np.array([h.partition_leader_epoch for h, _, _ in batches], np.int64),
                        counts)
+    return offsets, timestamps, types, epochs
+
+
+def _append_vectorised(batches: list, min_offset: int, out: PartitionRecords) -> bool:
+    """Decode every data batch of a fetch in one numpy pass; False to use the loop instead.
+    batches: [(header, body bytes, timestamp type)]."""
+    cols = decode_columns([b for _, b, _ in batches], [h.records_count for h, _, _ in batches])
+    if cols is None:
+        return False
+    off_delta, ts_delta, keys, values = cols
+    offsets, timestamps, types, epochs = batch_numbers(batches, off_delta, ts_delta)
     if int(offsets.min()) < min_offset:
         keep = offsets >= min_offset
         offsets, timestamps, types, epochs = (offsets[keep], timestamps[keep], types[keep],

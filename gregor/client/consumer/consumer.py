@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ...protocol.errors import ErrorCode, OffsetOutOfRangeError, error_for_code
 from ..config import COMMON_OPTIONS, Option, check_common, parse_config
@@ -20,6 +20,9 @@ from ..metadata import Metadata
 from .columns import ConsumerRecord, PartitionRecords, decode_partition
 from .offsets import (EARLIEST, LATEST, MAX_VERSION as _MAX_LIST_OFFSETS_VERSION, RETRY_CODES,
                       OffsetAndTimestamp, build_request, list_offsets, parse_response, tp_list)
+
+if TYPE_CHECKING:  # pyarrow is imported only when Arrow output is asked for (~0.4 s)
+    from .arrow_records import ArrowRecords
 
 log = logging.getLogger("gregor.client.consumer")
 
@@ -120,6 +123,10 @@ class Consumer:
         # node id -> (ListOffsets request, {(topic, partition): EARLIEST/LATEST}) for resets
         self._resets_inflight: dict[int, tuple[Any, dict]] = {}
         self._pending_error: Exception | None = None
+        # Decode fetches as Arrow arrays (True) or list columns: the form the last poll call
+        # asked for, so a bulk reader's fetches need no conversion. Only a speed hint: either
+        # form converts to the other on the way out.
+        self._decode_arrow = False
         self._closed = False
         self._woken = False
 
@@ -279,6 +286,7 @@ class Consumer:
         some; at most max.poll.records (or max_records) of them."""
         limit = max_records or self.config["max.poll.records"]
         deadline = time.monotonic() + max(0.0, timeout)
+        self._decode_arrow = False
         while True:
             out: list[ConsumerRecord] = []
             for pr in self._poll_columns(deadline - time.monotonic(), limit):
@@ -288,14 +296,23 @@ class Consumer:
             if out or time.monotonic() >= deadline:
                 return out
 
-    def poll_batches(self, timeout: float = 1.0,
-                     max_records: int | None = None) -> list[PartitionRecords]:
+    def poll_batches(self, timeout: float = 1.0, max_records: int | None = None, *,
+                     arrow: bool = False) -> list[PartitionRecords] | list[ArrowRecords]:
         """Like poll() but returns one PartitionRecords (columns: offsets, timestamps, keys,
         values, headers; `.to_arrow()`) per partition, and everything buffered unless
         max_records is given. Deserializers are not applied: bulk readers get raw bytes.
         A chunk may be empty when a fetch held only transaction markers or aborted data: its
-        next_offset still says where the partition's position moved to."""
-        return self._poll_columns(timeout, max_records or float("inf"))
+        next_offset still says where the partition's position moved to.
+
+        arrow=True returns ArrowRecords instead: the same columns as pyarrow arrays, decoded
+        without a Python object per record (the fast path for bulk readers)."""
+        self._decode_arrow = arrow
+        chunks = self._poll_columns(timeout, max_records or float("inf"))
+        if arrow:
+            from .arrow_records import ArrowRecords
+            return [ArrowRecords.from_columns(c) if isinstance(c, PartitionRecords) else c
+                    for c in chunks]
+        return [c if isinstance(c, PartitionRecords) else c.to_columns() for c in chunks]
 
     def _poll_columns(self, timeout: float, limit) -> list[PartitionRecords]:
         self._check_open()
@@ -343,7 +360,7 @@ class Consumer:
                 # max.poll.records: hand out a slice and keep a cursor on the rest (slicing
                 # the remainder each time would cost O(n^2) over a large fetch).
                 stop = idx + int(limit - taken)
-                self._buffer.appendleft((pr, pr.offsets[stop], stop))
+                self._buffer.appendleft((pr, pr.offset_at(stop), stop))
                 pr = pr.slice(idx, stop)
             elif idx:
                 pr = pr.slice(idx, len(pr))
@@ -473,9 +490,12 @@ class Consumer:
                     st.last_stable_offset = p.get("last_stable_offset", -1)
                     st.log_start_offset = p.get("log_start_offset", -1)
                     data = p["records"]
-                    pr = decode_partition(data, topic, tp[1], fetch_offset, check_crcs=check,
-                                          aborted=p.get("aborted_transactions"),
-                                          read_committed=self._read_committed)
+                    decode = decode_partition
+                    if self._decode_arrow:
+                        from .arrow_records import decode_partition_arrow as decode
+                    pr = decode(data, topic, tp[1], fetch_offset, check_crcs=check,
+                                aborted=p.get("aborted_transactions"),
+                                read_committed=self._read_committed)
                     pr.high_watermark = st.high_watermark
                     pr.last_stable_offset = st.last_stable_offset
                     pr.log_start_offset = st.log_start_offset

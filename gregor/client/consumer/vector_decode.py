@@ -2,7 +2,8 @@
 
 Only the record lengths need a sequential pass (each record starts where the previous one
 ends); every other field (timestamp delta, offset delta, key and value lengths) is then read for
-all records at once with numpy, and keys and values are sliced out in two list comprehensions.
+all records at once with numpy. decode_columns slices keys and values out as bytes; bulk
+readers take the field positions (record_fields) and build Arrow arrays from them instead.
 Batches this decoder does not cover (headers, varints longer than 3 bytes, anything irregular)
 return None and go through the per-record loop in columns.py, which also reports corruption.
 """
@@ -66,11 +67,12 @@ def _fields(arr: np.ndarray, starts: list, lengths: list, end: int):
     return ts_delta, off_delta, kstart, klen, vstart, vlen
 
 
-def decode_columns(bodies: list[bytes], counts: list[int]):
-    """(record index -> batch) columns for several batch bodies at once: returns
-    (offset_deltas, timestamp_deltas, keys, values) over all their records in order, or None
-    when some batch is not one this decoder handles. One numpy pass covers every batch of a
-    fetch, so its set-up cost is paid once per fetch rather than once per (small) batch."""
+def record_fields(bodies: list[bytes], counts: list[int]):
+    """Field positions of every record of several batch bodies at once: (data, offset_deltas,
+    timestamp_deltas, kstart, klen, vstart, vlen) as numpy arrays over data = b"".join(bodies)
+    (a length of -1 is a null key/value), or None when some batch is not one this decoder
+    handles. One numpy pass covers every batch of a fetch, so its set-up cost is paid once per
+    fetch rather than once per (small) batch."""
     total = sum(counts)
     if total < MIN_RECORDS:
         return None
@@ -109,6 +111,17 @@ def decode_columns(bodies: list[bytes], counts: list[int]):
     if fields is None:
         return None
     ts_delta, off_delta, kstart, klen, vstart, vlen = fields
+    return data, off_delta, ts_delta, kstart, klen, vstart, vlen
+
+
+def decode_columns(bodies: list[bytes], counts: list[int]):
+    """(offset_deltas, timestamp_deltas, keys, values) over all records of several batch
+    bodies, keys and values as lists of bytes (None for null), or None when some batch is not
+    one this decoder handles (see record_fields)."""
+    got = record_fields(bodies, counts)
+    if got is None:
+        return None
+    data, off_delta, ts_delta, kstart, klen, vstart, vlen = got
     ks, kl = kstart.tolist(), klen.tolist()
     vs, vl = vstart.tolist(), vlen.tolist()
     if min(kl) < 0:
