@@ -7,15 +7,15 @@
 """
 from __future__ import annotations
 
-import bisect
 import logging
 import time
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow import build_batch, sink_columns
+from .arrow import HEADER_TYPE, arrow_read_schema, build_batch, sink_columns
 from .offsets import DataLossError, OffsetRange, Offsets, TopicPartition
 from .options import Subscription
 
@@ -97,7 +97,8 @@ def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on
         deadline = time.monotonic() + poll_timeout_ms / 1000
         while position < rng.end:
             try:
-                chunks = consumer.poll_batches(timeout=1.0)
+                # Arrow output: keys/values arrive as pyarrow arrays, never Python objects.
+                chunks = consumer.poll_batches(timeout=1.0, arrow=True)
             except OffsetOutOfRangeError:
                 first = consumer.beginning_offsets([tp])[tp]
                 if position >= first:
@@ -117,14 +118,13 @@ def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on
                     position = max(position, pr.next_offset)
                     continue
                 got = True
-                if pr.offsets[-1] >= rng.end:
-                    n = bisect.bisect_left(pr.offsets, rng.end)
+                offsets = pr.offsets.to_numpy()  # int64 without nulls: zero-copy
+                last = int(offsets[-1])
+                if last >= rng.end:
+                    n = int(np.searchsorted(offsets, rng.end))
                 if n:
-                    yield build_batch(rng.topic, rng.partition, pr.offsets[:n], pr.timestamps[:n],
-                                      pr.timestamp_types[:n], pr.keys[:n], pr.values[:n],
-                                      pr.headers[:n] if include_headers else None,
-                                      include_headers=include_headers)
-                position = rng.end if n < len(pr) else max(pr.next_offset, pr.offsets[-1] + 1)
+                    yield _arrow_batch(rng, pr.slice(0, n), include_headers)
+                position = rng.end if n < len(pr) else max(pr.next_offset, last + 1)
             if got:
                 deadline = time.monotonic() + poll_timeout_ms / 1000
             elif time.monotonic() > deadline:
@@ -134,6 +134,17 @@ def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on
                     "(raise kafkaConsumer.pollTimeoutMs to wait longer)")
     finally:
         consumer.close()
+
+
+def _arrow_batch(rng: OffsetRange, pr, include_headers: bool) -> pa.RecordBatch:
+    """The read schema's RecordBatch from one ArrowRecords chunk (gregor.client.consumer):
+    its arrays go in as they are; the headers column already has the read schema's type."""
+    batch = build_batch(rng.topic, rng.partition, pr.offsets, pr.timestamps, pr.timestamp_types,
+                        pr.keys, pr.values, include_headers=False)
+    if not include_headers:
+        return batch
+    return pa.RecordBatch.from_arrays(batch.columns + [pr.headers.cast(HEADER_TYPE)],
+                                      schema=arrow_read_schema(True))
 
 
 class RecordWriter:

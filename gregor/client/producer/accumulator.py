@@ -273,7 +273,10 @@ class RecordAccumulator:
             self.incomplete.add(batch)
 
     # -- sender side -----------------------------------------------------------------------
-    def ready(self, metadata, now: float) -> ReadyCheck:
+    def ready(self, metadata, now: float, busy=None) -> ReadyCheck:
+        """Leaders with sendable data. `busy(node)` says a request to node is in flight: then
+        a lone full batch waits (up to linger.ms) for the answer, so batches queued meanwhile
+        leave together in one larger request instead of one small request each."""
         nodes = set()
         unknown = set()
         next_delay = 3600.0
@@ -312,7 +315,9 @@ class RecordAccumulator:
                 if txn is not None and not txn.can_send(b):
                     continue
                 waited = now - b.created
-                if urgent or b.full or len(dq) > 1 or waited >= linger or b.attempts:
+                if urgent or len(dq) > 1 or waited >= linger or b.attempts:
+                    nodes.add(leader)
+                elif b.full and (busy is None or not busy(leader)):
                     nodes.add(leader)
                 else:
                     next_delay = min(next_delay, linger - waited)

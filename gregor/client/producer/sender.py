@@ -111,9 +111,12 @@ class Sender:
         self.network.poll(timeout)
         self.idle_until = 0.0
 
+    def _busy(self, node: int) -> bool:
+        return self.network.in_flight_count(node) > 0
+
     def _send_producer_data(self, now: float) -> float:
         acc, net, md = self.acc, self.network, self.metadata
-        check = acc.ready(md, now)
+        check = acc.ready(md, now, self._busy)
         if check.unknown_leader_topics:
             for t in check.unknown_leader_topics:
                 md.add_topic(t)
