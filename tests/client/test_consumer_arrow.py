@@ -131,3 +131,26 @@ def test_round_trip_any_fetch(batches, codec, skip, with_headers):
                               for ts, k, v in rs], base_offset=base, compression=codec)
         base += len(rs)
     assert_same(decode_partition_arrow(data, "t", 2, skip), data, skip)
+
+
+def test_record_fields_declines_negative_record_lengths():
+    import gregor.client.consumer.vector_decode as vd
+    # 40 records of one size; the 2nd record's length varint made odd (negative): whether the
+    # scan's step then lands on the end or not, numpy's re-read of the lengths declines it.
+    rs = [(T0, b"k", b"v" * 10, None)] * 40
+    body = bytearray(encode_batch(rs, base_offset=0)[61:])
+    size = len(body) // 40
+    assert vd.record_fields([bytes(body)], [40]) is not None
+    body[size] |= 1
+    assert vd.record_fields([bytes(body)], [40]) is None
+    with pytest.raises(CorruptRecordError):
+        decode_partition_arrow(_with_body(bytes(body), 40), "t", 2, 0, check_crcs=False)
+
+
+def _with_body(body: bytes, count: int) -> bytes:
+    """A v2 batch holding `body` as its records (CRC not recomputed: decode with check_crcs
+    off)."""
+    import struct
+    head = bytearray(encode_batch([(T0, b"k", b"v" * 10, None)] * count, base_offset=0)[:61])
+    struct.pack_into(">i", head, 8, 49 + len(body))  # batch length after the length field
+    return bytes(head) + body

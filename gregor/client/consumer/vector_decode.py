@@ -31,10 +31,9 @@ def _varints(arr: np.ndarray, pos: np.ndarray):
     return (raw >> 1) ^ -(raw & 1), sizes
 
 
-def _fields(arr: np.ndarray, starts: list, lengths: list, end: int):
+def _fields(arr: np.ndarray, start: np.ndarray, lengths: np.ndarray, end: int):
     """Vectorised field positions of every record, or None when one is irregular. arr has three
     spare zero bytes so reading a varint's possible 2nd/3rd byte never runs off the end."""
-    start = np.array(starts, np.int64)
     p = start + 1  # skip the attributes byte
     r = _varints(arr, p)
     if r is None:
@@ -62,7 +61,7 @@ def _fields(arr: np.ndarray, starts: list, lengths: list, end: int):
     p = vstart + np.maximum(vlen, 0)
     if (p >= end).any() or (vlen < -1).any() or arr[p].any():  # a header count other than 0
         return None
-    if ((p + 1 - start) != np.array(lengths, np.int64)).any():
+    if ((p + 1 - start) != lengths).any():
         return None  # not what the lengths say: let the careful loop report it
     return ts_delta, off_delta, kstart, klen, vstart, vlen
 
@@ -76,36 +75,44 @@ def record_fields(bodies: list[bytes], counts: list[int]):
     total = sum(counts)
     if total < MIN_RECORDS:
         return None
-    starts = [0] * total
-    lengths = [0] * total
-    i = 0
+    # The only sequential pass: where each record's length varint sits. The loop adds
+    # 1 + raw >> 1 (or 2 + ...) to step over a record, which is its true size only when the
+    # zig-zag value is even (a length >= 0); numpy re-reads every length below and declines the
+    # fetch if one is negative, so a wrong step can never go unnoticed.
+    heads = []
     base = 0
     for data, count in zip(bodies, counts):
+        vpos = []
+        app = vpos.append
         pos, end = 0, len(data)
         try:
             for _ in range(count):
+                app(pos)
                 b = data[pos]
                 if b < 0x80:
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                elif data[pos + 1] < 0x80:
-                    b = (b & 0x7F) | (data[pos + 1] << 7)
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 2
+                    pos += 1 + (b >> 1)
                 else:
-                    return None
-                starts[i] = base + pos
-                lengths[i] = length
-                i += 1
-                pos += length
+                    c = data[pos + 1]
+                    if c >= 0x80:
+                        return None  # a record of 8 KiB or more: the loop's case
+                    pos += 2 + (((b & 0x7F) | (c << 7)) >> 1)
         except IndexError:
             return None
         if pos != end:
             return None
+        heads.append(np.array(vpos, np.int64) + base)
         base += end
     data = b"".join(bodies)
+    arr = np.frombuffer(data + b"\0\0\0", np.uint8)
+    heads = np.concatenate(heads)
     try:
-        fields = _fields(np.frombuffer(data + b"\0\0\0", np.uint8), starts, lengths, len(data))
+        r = _varints(arr, heads)
+        if r is None:
+            return None
+        lengths, sizes = r
+        if (lengths < 0).any():
+            return None
+        fields = _fields(arr, heads + sizes, lengths, len(data))
     except IndexError:  # a length or varint pointing past the batch: not ours to judge
         return None
     if fields is None:

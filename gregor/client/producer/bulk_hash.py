@@ -23,7 +23,7 @@ def murmur2_many(keys: list[bytes]) -> np.ndarray:
     """murmur2 of every key (non-null bytes) as uint32 values in an int64 array."""
     n = len(keys)
     out = np.empty(n, dtype=np.int64)
-    lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
     for length in np.unique(lengths).tolist():
         idx = np.nonzero(lengths == length)[0]
         group = [keys[i] for i in idx.tolist()] if len(idx) != n else keys

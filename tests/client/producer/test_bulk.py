@@ -1,0 +1,39 @@
+"""The bulk path's pieces: vectorised murmur2 (bit-exact with partitioners.murmur2) and the
+chunking that keeps every bulk batch under its size limit."""
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings, strategies as st
+
+from gregor.client.producer.bulk import _chunks, _record_sizes
+from gregor.client.producer.bulk_hash import murmur2_many, murmur2_partitions
+from gregor.client.producer.partitioners import murmur2, to_positive
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=50),
+       st.integers(1, 50))
+def test_vectorised_murmur2_matches_the_reference(keys, n):
+    assert [h & 0xFFFFFFFF for h in murmur2_many(keys).tolist()] == \
+        [murmur2(k) & 0xFFFFFFFF for k in keys]
+    assert murmur2_partitions(keys, n).tolist() == [to_positive(murmur2(k)) % n for k in keys]
+
+
+def test_chunks_cover_everything_in_order_within_the_limit():
+    rnd = random.Random(1)
+    values = [rnd.randbytes(rnd.randrange(0, 3000)) for _ in range(2000)]
+    values[5] = None
+    keys = [b"k%d" % i for i in range(2000)]
+    sizes = _record_sizes(values, keys, None)
+    for indices in (None, list(range(0, 2000, 3))):
+        chunks = list(_chunks(sizes, indices, 50_000))
+        count = 2000 if indices is None else len(indices)
+        assert chunks[0][0] == 0 and chunks[-1][1] == count
+        assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+        assert all(size <= 50_000 for _, _, size in chunks)
+
+
+def test_a_record_larger_than_the_limit_goes_alone():
+    sizes = _record_sizes([b"x" * 10, b"y" * 5000, b"z"], None, None)
+    assert [(lo, hi) for lo, hi, _ in _chunks(sizes, None, 1000)] == [(0, 1), (1, 2), (2, 3)]
