@@ -154,3 +154,41 @@ def _with_body(body: bytes, count: int) -> bytes:
     head = bytearray(encode_batch([(T0, b"k", b"v" * 10, None)] * count, base_offset=0)[:61])
     struct.pack_into(">i", head, 8, 49 + len(body))  # batch length after the length field
     return bytes(head) + body
+
+
+_segment = st.tuples(st.integers(min_value=1, max_value=200), st.integers(min_value=0, max_value=400),
+                     st.booleans())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_segment, min_size=1, max_size=6), st.integers(min_value=1, max_value=3))
+def test_runs_of_equal_records_decode_like_the_loop(segments, n_batches):
+    # Runs of equal-size records (the scan's numpy shortcut), broken by other sizes, null keys,
+    # 2-byte record lengths (values >= ~60 B), and batch boundaries inside runs.
+    import gregor.client.consumer.vector_decode as vd
+    rs = []
+    for count, size, null_key in segments:
+        rs += [(T0, None if null_key else b"key", b"x" * size, None)] * count
+    cut = [len(rs) * i // n_batches for i in range(n_batches + 1)]
+    data = b"".join(encode_batch(rs[a:b], base_offset=a) for a, b in zip(cut, cut[1:]) if b > a)
+    bodies = [encode_batch(rs[a:b], base_offset=a)[61:] for a, b in zip(cut, cut[1:]) if b > a]
+    for body, (a, b) in zip(bodies, [(a, b) for a, b in zip(cut, cut[1:]) if b > a]):
+        heads = vd._record_heads(body, b - a)
+        want, pos = [], 0
+        for _ in range(b - a):  # the plain definition: each record starts where the last ended
+            want.append(pos)
+            length, after = _zigzag(body, pos)
+            pos = after + length
+        assert heads == want
+    assert_same(decode_partition_arrow(data, "t", 2, 0), data, 0)
+
+
+def _zigzag(buf: bytes, pos: int):
+    shift = raw = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos

@@ -257,3 +257,25 @@ def test_poll_batches_arrow_returns_arrow_chunks_and_advances():
     assert [ch.values.to_pylist() for ch in first] == [[b"x"]]
     got = drain(c)
     assert [(r.offset, r.value) for r in got] == [(52, b"y"), (53, b"z")]
+
+
+def test_asyncio_poll_batches_passes_arrow_through():
+    import asyncio
+    from gregor.client.consumer import AsyncioConsumer
+    from gregor.client.consumer.arrow_records import ArrowRecords
+    net = FakeNetwork({"t": 1})
+    net.append("t", 0, [b"a", b"b"])
+
+    async def main():
+        async with AsyncioConsumer({"bootstrap.servers": "fake:1", "fetch.max.wait.ms": 10},
+                                   network=net) as c:
+            await c.assign([("t", 0, 0)])
+            chunks = []
+            for _ in range(20):
+                chunks += await c.poll_batches(0.002, arrow=True)
+                if sum(map(len, chunks)):
+                    return chunks
+
+    chunks = asyncio.run(main())
+    assert all(isinstance(ch, ArrowRecords) for ch in chunks)
+    assert [v for ch in chunks for v in ch.values.to_pylist()] == [b"a", b"b"]

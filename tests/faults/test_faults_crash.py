@@ -248,3 +248,24 @@ def test_sigterm_while_producing_exits_0_and_keeps_every_acknowledged_record(tmp
         assert sum(map(len, logs.values())) == TOTAL // 3
     finally:
         b.stop()
+
+
+def test_sigterm_with_long_polling_consumers_exits_0_promptly(tmp_path):
+    """Fetches parked in the purgatory (fetch.wait.max.ms=5000 on an idle topic) do not keep a
+    graceful stop from finishing with exit code 0."""
+    b = BrokerProcess(tmp_path / "data").start()
+    consumers = []
+    try:
+        create_topic(b.bootstrap, "idle")
+        for i in range(5):
+            c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"idle-{i}",
+                          "fetch.wait.max.ms": 5000})
+            c.assign([TopicPartition("idle", 0, 0)])
+            c.consume(1, 0.5)  # a fetch is now waiting on the broker
+            consumers.append(c)
+        assert b.stop(timeout=WAIT_S) == 0, b.log_text()[-2000:]
+        assert "Traceback" not in b.output(), b.output()[-3000:]
+    finally:
+        b.stop()
+        for c in consumers:
+            c.close()

@@ -173,7 +173,7 @@ def _fuzz_worker(port, seeds, rnd, counters, lock, stop):
                 counters["connections"] += 1
 
 
-def test_fuzz_ten_thousand_hostile_frames_then_a_real_client_works(fault_broker, tmp_path):
+def test_fuzz_ten_thousand_hostile_frames_then_a_real_client_works(fault_broker):
     b = fault_broker
     topic = "fuzzed"
     seeds = frames.seed_frames(topic)

@@ -163,3 +163,51 @@ def test_retention_deletes_segments_under_a_tailing_consumer(tmp_path):
         assert_alive(b)
         tb = tracebacks(b)
         assert not tb, f"tracebacks in the broker output:\n{tb[0]}"
+
+
+def test_deleting_topics_under_load_keeps_the_broker_healthy(tmp_path):
+    """DeleteTopics while a producer and a consumer hammer the topic: their requests fail
+    cleanly (unknown topic), the broker logs no traceback and serves other topics."""
+    with BrokerProcess(tmp_path / "data") as b:
+        a = admin_of(b)
+        for rnd in range(2):  # a second round runs against a broker that has deleted once
+            topic = f"doomed-{rnd}"
+            a.create_topics([NewTopic(topic, 3, 1)])[topic].result(timeout=TIMEOUT_S)
+            stop = threading.Event()
+
+            def produce_until_stopped(topic=topic):
+                p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 1,
+                              "message.timeout.ms": 3000})
+                i = 0
+                while not stop.is_set():
+                    try:
+                        p.produce(topic, value=b"x" * 100)
+                        i += 1
+                    except BufferError:
+                        p.poll(0.01)
+                    if i % 100 == 0:
+                        p.poll(0)
+                p.flush(10)
+
+            def consume_until_stopped(topic=topic):
+                c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "doomed"})
+                c.assign([TopicPartition(topic, p, 0) for p in range(3)])
+                while not stop.is_set():
+                    c.consume(100, 0.1)
+                c.close()
+            workers = [threading.Thread(target=produce_until_stopped, daemon=True),
+                       threading.Thread(target=consume_until_stopped, daemon=True)]
+            for w in workers:
+                w.start()
+            time.sleep(1.0)
+            a.delete_topics([topic])[topic].result(timeout=TIMEOUT_S)
+            time.sleep(1.0)
+            stop.set()
+            for w in workers:
+                w.join(TIMEOUT_S)
+        assert_alive(b)
+        a.create_topics([NewTopic("survivor", 1, 1)])["survivor"].result(timeout=TIMEOUT_S)
+        produce(b, "survivor", [b"s%d" % i for i in range(10)])
+        assert read(b, "survivor", count=10) == [(i, b"s%d" % i) for i in range(10)]
+        tb = tracebacks(b)
+        assert not tb, f"tracebacks in the broker output:\n{tb[0]}"
