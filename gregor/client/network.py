@@ -22,6 +22,8 @@ from typing import Callable
 from ..protocol import messages
 from ..protocol.header import decode_response, encode_request
 from .config import COMMON_OPTIONS, bootstrap_list, check_common, parse_config
+from .connection import (API_VERSIONS as _API_VERSIONS, CONNECTING, DISCONNECTED,
+                         NEGOTIATING, READY, Connection, InFlightRequest)
 from .errors import CorrelationIdMismatchError, KafkaConnectionError, KafkaTimeoutError
 from .metadata import Metadata
 from .network_blocking import BlockingRequests
@@ -30,73 +32,11 @@ log = logging.getLogger("gregor.client.network")
 
 _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
-_API_VERSIONS = messages.api("ApiVersions")
 _UNSUPPORTED_VERSION = 35
 # Bytes read per recv() call: large enough that pipelined small responses arrive in one call.
 _RECV_CHUNK = 256 * 1024
 
-DISCONNECTED, CONNECTING, NEGOTIATING, READY = "disconnected", "connecting", "negotiating", "ready"
-
-
-class InFlightRequest:
-    """One request on the wire (or queued to it); also the ClientResponse handed back."""
-
-    __slots__ = ("node_id", "api", "version", "correlation_id", "request_body", "callback",
-                 "expect_response", "send_time", "deadline", "body", "error", "done",
-                 "internal")
-
-    def __init__(self, node_id, api, version, correlation_id, request_body, callback,
-                 expect_response, send_time, deadline, internal=False):
-        self.node_id = node_id
-        self.api = api
-        self.version = version
-        self.correlation_id = correlation_id
-        self.request_body = request_body
-        self.callback = callback
-        self.expect_response = expect_response
-        self.send_time = send_time
-        self.deadline = deadline
-        self.body = None       # decoded response body
-        self.error = None      # exception when the request failed (disconnect, timeout, ...)
-        self.done = False
-        self.internal = internal  # ApiVersions / metadata requests the client makes itself
-
-    @property
-    def request(self):
-        return self
-
-    def __repr__(self):
-        return (f"<{self.api.name} v{self.version} to node {self.node_id} "
-                f"corr={self.correlation_id} done={self.done}>")
-
-
 ClientResponse = InFlightRequest
-
-
-class _Conn:
-    __slots__ = ("node_id", "host", "port", "sock", "state", "out", "out_pos", "rbuf",
-                 "frame", "frame_fill", "in_flight", "versions", "deadline", "failures",
-                 "next_attempt", "last_used", "registered_events", "av_version")
-
-    def __init__(self, node_id, host, port):
-        self.node_id = node_id
-        self.host = host
-        self.port = port
-        self.sock = None
-        self.state = DISCONNECTED
-        self.out = collections.deque()   # frames waiting to be written
-        self.out_pos = 0                 # bytes of out[0] already written
-        self.rbuf = bytearray()          # bytes read but not yet a complete frame
-        self.frame = None                # body buffer of a large frame being filled
-        self.frame_fill = 0
-        self.in_flight = collections.deque()
-        self.versions: dict[int, tuple[int, int]] = {}
-        self.deadline = 0.0
-        self.failures = 0
-        self.next_attempt = 0.0
-        self.last_used = 0.0
-        self.registered_events = 0
-        self.av_version = _API_VERSIONS.valid[1]
 
 
 class NetworkClient(BlockingRequests):
@@ -117,8 +57,9 @@ class NetworkClient(BlockingRequests):
         idle = cfg["connections.max.idle.ms"]
         self.max_idle = idle / 1000.0 if idle >= 0 else None
         self.metadata = metadata if metadata is not None else Metadata(cfg["metadata.max.age.ms"])
-        self._bootstrap = [_Conn(-(i + 1), h, p) for i, (h, p) in enumerate(bootstrap_list(cfg))]
-        self._conns: dict[int, _Conn] = {c.node_id: c for c in self._bootstrap}
+        self._bootstrap = [Connection(-(i + 1), h, p)
+                           for i, (h, p) in enumerate(bootstrap_list(cfg))]
+        self._conns: dict[int, Connection] = {c.node_id: c for c in self._bootstrap}
         self._boot_rr = random.randrange(len(self._bootstrap))
         self._corr = 0
         self._selector = selectors.DefaultSelector()
@@ -132,16 +73,16 @@ class NetworkClient(BlockingRequests):
         self._closed = False
 
     # -- connection management -----------------------------------------------------------
-    def _conn(self, node_id: int) -> _Conn | None:
+    def _conn(self, node_id: int) -> Connection | None:
         c = self._conns.get(node_id)
         b = self.metadata.brokers.get(node_id) if node_id >= 0 else None
         if b is not None and (c is None or (c.host, c.port) != (b.host, b.port)):
             if c is not None:
                 self._close_conn(c, KafkaConnectionError(f"node {node_id} moved"))
-            c = self._conns[node_id] = _Conn(node_id, b.host, b.port)
+            c = self._conns[node_id] = Connection(node_id, b.host, b.port)
         return c
 
-    def _initiate(self, c: _Conn, now: float) -> None:
+    def _initiate(self, c: Connection, now: float) -> None:
         try:
             sock = socket.socket(socket.AF_INET6 if ":" in c.host else socket.AF_INET,
                                  socket.SOCK_STREAM)
@@ -178,12 +119,12 @@ class NetworkClient(BlockingRequests):
         self._selector.register(sock, selectors.EVENT_WRITE, c)
         log.debug("connecting to node %s at %s:%s", c.node_id, c.host, c.port)
 
-    def _connect_failed(self, c: _Conn, now: float, err: Exception) -> None:
+    def _connect_failed(self, c: Connection, now: float, err: Exception) -> None:
         log.debug("connection to node %s (%s:%s) failed: %s", c.node_id, c.host, c.port, err)
         self._close_conn(c, KafkaConnectionError(
             f"cannot connect to node {c.node_id} at {c.host}:{c.port}: {err}"))
 
-    def _close_conn(self, c: _Conn, err: Exception, refresh: bool = True) -> None:
+    def _close_conn(self, c: Connection, err: Exception, refresh: bool = True) -> None:
         if c.sock is not None:
             try:
                 self._selector.unregister(c.sock)
@@ -207,13 +148,13 @@ class NetworkClient(BlockingRequests):
         if refresh and (was_ready or pending):
             self.metadata.request_update()
 
-    def _start_negotiation(self, c: _Conn, now: float) -> None:
+    def _start_negotiation(self, c: Connection, now: float) -> None:
         c.state = NEGOTIATING
         v = c.av_version
         body = {"client_software_name": "gregor", "client_software_version": "0.1.0"}
         self._enqueue(c, _API_VERSIONS, v, body, None, True, now, internal=True)
 
-    def _on_api_versions(self, c: _Conn, req: InFlightRequest, body: dict) -> None:
+    def _on_api_versions(self, c: Connection, req: InFlightRequest, body: dict) -> None:
         code = body.get("error_code", 0)
         if code == _UNSUPPORTED_VERSION:
             # The broker answered in v0 format; retry at the highest version it supports.
@@ -235,7 +176,7 @@ class NetworkClient(BlockingRequests):
         c.last_used = self.clock()
         log.debug("node %s ready (%d apis)", c.node_id, len(c.versions))
 
-    def negotiated_version(self, c: _Conn, api) -> int | None:
+    def negotiated_version(self, c: Connection, api) -> int | None:
         theirs = c.versions.get(api.key)
         if theirs is None:
             return None
@@ -326,12 +267,12 @@ class NetworkClient(BlockingRequests):
             self._close_conn(c, KafkaConnectionError(f"node {node_id} disconnected by client"))
 
     # -- I/O ---------------------------------------------------------------------------------
-    def _set_events(self, c: _Conn, events: int) -> None:
+    def _set_events(self, c: Connection, events: int) -> None:
         if c.sock is not None and events != c.registered_events:
             self._selector.modify(c.sock, events, c)
             c.registered_events = events
 
-    def _write(self, c: _Conn) -> None:
+    def _write(self, c: Connection) -> None:
         if c.state not in (READY, NEGOTIATING) or c.sock is None:
             return
         out = c.out
@@ -355,7 +296,7 @@ class NetworkClient(BlockingRequests):
             return
         self._set_events(c, selectors.EVENT_READ | (selectors.EVENT_WRITE if out else 0))
 
-    def _read(self, c: _Conn, now: float) -> None:
+    def _read(self, c: Connection, now: float) -> None:
         sock = c.sock
         while sock is not None and c.sock is sock:
             if c.frame is not None:
@@ -413,13 +354,13 @@ class NetworkClient(BlockingRequests):
                 break
             del rbuf[:pos]
 
-    def _lost(self, c: _Conn, err) -> None:
+    def _lost(self, c: Connection, err) -> None:
         why = "closed the connection" if err is None else f"connection error: {err}"
         self._close_conn(c, KafkaConnectionError(
             f"node {c.node_id} ({c.host}:{c.port}) {why} with {len(c.in_flight)} requests "
             "in flight"))
 
-    def _on_frame(self, c: _Conn, frame, now: float) -> None:
+    def _on_frame(self, c: Connection, frame, now: float) -> None:
         corr = _CORR.unpack_from(frame, 0)[0]
         if not c.in_flight:
             self._close_conn(c, CorrelationIdMismatchError(

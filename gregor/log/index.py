@@ -43,39 +43,27 @@ class IndexCorrupt(ValueError):
     """An index file that cannot be trusted; rebuild it from the log."""
 
 
-class OffsetIndex:
-    """relative offset -> position, for the batch starting at that offset."""
+class _IndexFile:
+    """What both indexes do with their file: read it whole, append through an O_APPEND
+    descriptor, and rewrite it after truncation or a rebuild."""
 
-    __slots__ = ("path", "rel_offsets", "positions", "_fd", "dirty")
+    __slots__ = ("path", "_fd", "dirty")
 
     def __init__(self, path: str):
         self.path = path
-        self.rel_offsets = array("I")
-        self.positions = array("I")
         self._fd: int | None = None
         self.dirty = False          # entries written since the last sync took its descriptor
 
-    def __len__(self) -> int:
-        return len(self.rel_offsets)
-
-    def load(self, log_size: int) -> None:
-        """Read the file; raise IndexCorrupt unless every entry is sane for a log of log_size."""
+    def _read_entries(self, entry_size: int) -> bytes:
+        """The file's bytes; IndexCorrupt when it is missing or ends inside an entry."""
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
             raise IndexCorrupt(f"{self.path} is missing") from None
-        if len(data) % _OFFSET_ENTRY:
+        if len(data) % entry_size:
             raise IndexCorrupt(f"{self.path} holds a partial entry")
-        pairs = np.frombuffer(data, dtype="<u4").reshape(-1, 2)
-        if len(pairs) > 1 and not (np.all(np.diff(pairs[:, 0].astype(np.int64)) > 0)
-                                   and np.all(np.diff(pairs[:, 1].astype(np.int64)) > 0)):
-            raise IndexCorrupt(f"{self.path}: entries are not increasing")
-        both = _u32(data)
-        rel, pos = both[0::2], both[1::2]
-        if len(pos) and pos[-1] >= log_size:
-            raise IndexCorrupt(f"{self.path}: position {pos[-1]} beyond log size {log_size}")
-        self.rel_offsets, self.positions = rel, pos
+        return data
 
     def open_for_append(self) -> None:
         if self._fd is None:
@@ -85,6 +73,52 @@ class OffsetIndex:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def save(self) -> None:
+        """Make the file match memory (after truncation or a rebuild)."""
+        self._rewrite()
+
+    def _rewrite(self) -> None:
+        raise NotImplementedError
+
+    def _replace_file(self, data: bytes) -> None:
+        """Replace the file's content in place (the append fd, if any, keeps working:
+        O_APPEND)."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, 0)
+            if data:
+                os.pwrite(fd, data, 0)
+        finally:
+            os.close(fd)
+        self.dirty = True
+
+
+class OffsetIndex(_IndexFile):
+    """relative offset -> position, for the batch starting at that offset."""
+
+    __slots__ = ("rel_offsets", "positions")
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.rel_offsets = array("I")
+        self.positions = array("I")
+
+    def __len__(self) -> int:
+        return len(self.rel_offsets)
+
+    def load(self, log_size: int) -> None:
+        """Read the file; raise IndexCorrupt unless every entry is sane for a log of log_size."""
+        data = self._read_entries(_OFFSET_ENTRY)
+        pairs = np.frombuffer(data, dtype="<u4").reshape(-1, 2)
+        if len(pairs) > 1 and not (np.all(np.diff(pairs[:, 0].astype(np.int64)) > 0)
+                                   and np.all(np.diff(pairs[:, 1].astype(np.int64)) > 0)):
+            raise IndexCorrupt(f"{self.path}: entries are not increasing")
+        both = _u32(data)
+        rel, pos = both[0::2], both[1::2]
+        if len(pos) and pos[-1] >= log_size:
+            raise IndexCorrupt(f"{self.path}: position {pos[-1]} beyond log size {log_size}")
+        self.rel_offsets, self.positions = rel, pos
 
     def append(self, rel_offset: int, position: int) -> None:
         self.rel_offsets.append(rel_offset)
@@ -120,43 +154,30 @@ class OffsetIndex:
         self.positions = array("I")
         self._rewrite()
 
-    def save(self) -> None:
-        """Make the file match memory (after truncation or a rebuild)."""
-        self._rewrite()
-
     def _rewrite(self) -> None:
         both = array("I", [0]) * (2 * len(self.rel_offsets))
         both[0::2] = self.rel_offsets
         both[1::2] = self.positions
         if sys.byteorder == "big":
             both.byteswap()
-        _write_file(self.path, both.tobytes())
-        self.dirty = True
+        self._replace_file(both.tobytes())
 
 
-class TimeIndex:
+class TimeIndex(_IndexFile):
     """timestamp -> relative offset; see the module docstring for the exact meaning."""
 
-    __slots__ = ("path", "timestamps", "rel_offsets", "_fd", "dirty")
+    __slots__ = ("timestamps", "rel_offsets")
 
     def __init__(self, path: str):
-        self.path = path
+        super().__init__(path)
         self.timestamps: list[int] = []
         self.rel_offsets: list[int] = []
-        self._fd: int | None = None
-        self.dirty = False
 
     def __len__(self) -> int:
         return len(self.timestamps)
 
     def load(self, max_rel_offset: int) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise IndexCorrupt(f"{self.path} is missing") from None
-        if len(data) % _TIME_ENTRY:
-            raise IndexCorrupt(f"{self.path} holds a partial entry")
+        data = self._read_entries(_TIME_ENTRY)
         entries = np.frombuffer(data, dtype=_TIME_DTYPE)
         ts, rel = entries["ts"].tolist(), entries["rel"].tolist()
         if len(ts) > 1 and not (np.all(np.diff(entries["ts"]) > 0)
@@ -165,15 +186,6 @@ class TimeIndex:
         if rel and rel[-1] > max_rel_offset:
             raise IndexCorrupt(f"{self.path}: offset beyond the end of its segment")
         self.timestamps, self.rel_offsets = ts, rel
-
-    def open_for_append(self) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     @property
     def last_timestamp(self) -> int:
@@ -214,21 +226,6 @@ class TimeIndex:
         self.timestamps, self.rel_offsets = [], []
         self._rewrite()
 
-    def save(self) -> None:
-        self._rewrite()
-
     def _rewrite(self) -> None:
-        _write_file(self.path, b"".join(_TIME.pack(t, r)
-                                        for t, r in zip(self.timestamps, self.rel_offsets)))
-        self.dirty = True
-
-
-def _write_file(path: str, data: bytes) -> None:  # callers mark themselves dirty
-    """Replace a file's content in place (the append fd, if any, keeps working: O_APPEND)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.ftruncate(fd, 0)
-        if data:
-            os.pwrite(fd, data, 0)
-    finally:
-        os.close(fd)
+        self._replace_file(b"".join(_TIME.pack(t, r)
+                                    for t, r in zip(self.timestamps, self.rel_offsets)))

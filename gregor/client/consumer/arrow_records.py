@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .columns import (ConsumerRecord, PartitionRecords, AbortedTransactions, _append_in_order,
-                      _data_batches, batch_numbers)
+from .columns import (AbortedTransactions, ConsumerRecord, FetchedColumns, PartitionRecords,
+                      _append_in_order, _data_batches, batch_numbers)
 from .vector_decode import record_fields
 
 HEADER_STRUCT = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -25,23 +25,17 @@ HEADERS_TYPE = pa.list_(HEADER_STRUCT)
 MAX_ARROW_DATA = 2**31 - 1
 
 
-class ArrowRecords:
+class ArrowRecords(FetchedColumns):
     """The records fetched for one partition, in offset order, as pyarrow arrays: `offsets`,
     `timestamps` (ms) int64; `timestamp_types`, `leader_epochs` int32; `keys`, `values`
     binary (null for a null key/value); `headers` list<struct<key: string, value: binary>>.
     Same metadata as PartitionRecords (next_offset, high_watermark, ...)."""
 
-    __slots__ = ("topic", "partition", "offsets", "timestamps", "timestamp_types", "keys",
-                 "values", "headers", "leader_epochs", "next_offset", "high_watermark",
-                 "last_stable_offset", "log_start_offset")
-    _COLUMNS = ("offsets", "timestamps", "timestamp_types", "keys", "values", "headers",
-                "leader_epochs")
-    _META = ("next_offset", "high_watermark", "last_stable_offset", "log_start_offset")
+    __slots__ = ()
 
     def __init__(self, topic: str, partition: int, offsets, timestamps, timestamp_types, keys,
                  values, headers, leader_epochs):
-        self.topic = topic
-        self.partition = partition
+        self._init_meta(topic, partition)
         self.offsets: pa.Int64Array = offsets
         self.timestamps: pa.Int64Array = timestamps
         self.timestamp_types: pa.Int32Array = timestamp_types
@@ -49,24 +43,9 @@ class ArrowRecords:
         self.values: pa.BinaryArray = values
         self.headers: pa.ListArray = headers
         self.leader_epochs: pa.Int32Array = leader_epochs
-        self.next_offset = -1
-        self.high_watermark = -1
-        self.last_stable_offset = -1
-        self.log_start_offset = -1
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def __repr__(self):
-        return (f"<ArrowRecords {self.topic}-{self.partition} n={len(self)} "
-                f"next={self.next_offset} hw={self.high_watermark}>")
 
     def offset_at(self, i: int) -> int:
         return self.offsets[i].as_py()
-
-    def _copy_meta(self, other) -> None:
-        for name in self._META:
-            setattr(other, name, getattr(self, name))
 
     def slice(self, start: int, stop: int) -> "ArrowRecords":
         """Records [start:stop] (zero-copy); next_offset is the offset of the record after
@@ -81,22 +60,11 @@ class ArrowRecords:
     @classmethod
     def from_columns(cls, pr: PartitionRecords) -> "ArrowRecords":
         """The same records from list columns (the record loop's output)."""
-        ends, hkeys, hvals = [0], [], []
-        for h in pr.headers:
-            for k, v in h:
-                hkeys.append(k)
-                hvals.append(v)
-            ends.append(len(hkeys))
-        structs = pa.StructArray.from_arrays(
-            [pa.array(hkeys, pa.string()), pa.array(hvals, pa.binary())],
-            fields=list(HEADER_STRUCT))
         out = cls(pr.topic, pr.partition, pa.array(pr.offsets, pa.int64()),
                   pa.array(pr.timestamps, pa.int64()), pa.array(pr.timestamp_types, pa.int32()),
                   pa.array(pr.keys, pa.binary()), pa.array(pr.values, pa.binary()),
-                  pa.ListArray.from_arrays(pa.array(ends, pa.int32()), structs, HEADERS_TYPE),
-                  pa.array(pr.leader_epochs, pa.int32()))
-        for name in cls._META:
-            setattr(out, name, getattr(pr, name))
+                  headers_array(pr.headers), pa.array(pr.leader_epochs, pa.int32()))
+        pr._copy_meta(out)
         return out
 
     def to_columns(self) -> PartitionRecords:
@@ -115,15 +83,40 @@ class ArrowRecords:
 
     def to_arrow(self) -> pa.RecordBatch:
         """A pyarrow.RecordBatch with Spark's Kafka source columns, as PartitionRecords.to_arrow."""
-        n = len(self)
-        return pa.RecordBatch.from_arrays([
-            self.keys, self.values,
-            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
-                                           pa.array([self.topic], pa.string())),
-            pa.array(np.full(n, self.partition, np.int32)),
-            self.offsets, self.timestamps, self.timestamp_types, self.headers,
-        ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
-                  "headers"])
+        return spark_record_batch(self.topic, self.partition, self.keys, self.values,
+                                  self.offsets, self.timestamps, self.timestamp_types,
+                                  self.headers)
+
+
+def headers_array(headers: list) -> pa.ListArray:
+    """Per-record header lists [(key, value), ...] (None or [] for none) as one
+    list<struct<key, value>> array: the pairs flattened into a struct array, plus offsets."""
+    ends, hkeys, hvals = [0], [], []
+    for h in headers:
+        if h:
+            for k, v in h:
+                hkeys.append(k)
+                hvals.append(v)
+        ends.append(len(hkeys))
+    structs = pa.StructArray.from_arrays(
+        [pa.array(hkeys, pa.string()), pa.array(hvals, pa.binary())],
+        fields=list(HEADER_STRUCT))
+    return pa.ListArray.from_arrays(pa.array(ends, pa.int32()), structs, HEADERS_TYPE)
+
+
+def spark_record_batch(topic: str, partition: int, keys, values, offsets, timestamps,
+                       timestamp_types, headers) -> pa.RecordBatch:
+    """The RecordBatch of Spark's Kafka source columns for one partition's record arrays;
+    topic and partition are constant columns (topic dictionary-encoded)."""
+    n = len(offsets)
+    return pa.RecordBatch.from_arrays([
+        keys, values,
+        pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
+                                       pa.array([topic], pa.string())),
+        pa.array(np.full(n, partition, np.int32)),
+        offsets, timestamps, timestamp_types, headers,
+    ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+              "headers"])
 
 
 def _no_headers(n: int) -> pa.ListArray:

@@ -49,23 +49,20 @@ class CorruptRecordError(CorruptMessageError):
     """Fetched bytes that fail their CRC or do not parse; the message names the partition."""
 
 
-class PartitionRecords:
-    """Columns of the records fetched for one partition, in offset order."""
+class FetchedColumns:
+    """What PartitionRecords and ArrowRecords (arrow_records.py) share: the columns of one
+    partition's fetched records, in offset order, and the partition's fetch metadata."""
 
     __slots__ = ("topic", "partition", "offsets", "timestamps", "timestamp_types", "keys",
-                 "values", "headers", "next_offset", "high_watermark", "last_stable_offset",
-                 "log_start_offset", "leader_epochs")
+                 "values", "headers", "leader_epochs", "next_offset", "high_watermark",
+                 "last_stable_offset", "log_start_offset")
+    _COLUMNS = ("offsets", "timestamps", "timestamp_types", "keys", "values", "headers",
+                "leader_epochs")
+    _META = ("next_offset", "high_watermark", "last_stable_offset", "log_start_offset")
 
-    def __init__(self, topic: str, partition: int):
+    def _init_meta(self, topic: str, partition: int) -> None:
         self.topic = topic
         self.partition = partition
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.timestamp_types: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.headers: list[list] = []
-        self.leader_epochs: list[int] = []
         self.next_offset = -1          # where the next fetch of this partition starts
         self.high_watermark = -1
         self.last_stable_offset = -1
@@ -75,17 +72,34 @@ class PartitionRecords:
         return len(self.offsets)
 
     def __repr__(self):
-        return (f"<PartitionRecords {self.topic}-{self.partition} n={len(self)} "
+        return (f"<{type(self).__name__} {self.topic}-{self.partition} n={len(self)} "
                 f"next={self.next_offset} hw={self.high_watermark}>")
+
+    def _copy_meta(self, other) -> None:
+        for name in self._META:
+            setattr(other, name, getattr(self, name))
+
+
+class PartitionRecords(FetchedColumns):
+    """Columns of the records fetched for one partition, in offset order."""
+
+    __slots__ = ()
+
+    def __init__(self, topic: str, partition: int):
+        self._init_meta(topic, partition)
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.timestamp_types: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.headers: list[list] = []
+        self.leader_epochs: list[int] = []
 
     def records(self) -> list[ConsumerRecord]:
         t, p = self.topic, self.partition
         return [ConsumerRecord(t, p, o, ts, tt, k, v, h, e) for o, ts, tt, k, v, h, e in zip(
             self.offsets, self.timestamps, self.timestamp_types, self.keys, self.values,
             self.headers, self.leader_epochs)]
-
-    _COLUMNS = ("offsets", "timestamps", "timestamp_types", "keys", "values", "headers",
-                "leader_epochs")
 
     def offset_at(self, i: int) -> int:
         return self.offsets[i]
@@ -96,58 +110,36 @@ class PartitionRecords:
         part = PartitionRecords(self.topic, self.partition)
         for name in self._COLUMNS:
             setattr(part, name, getattr(self, name)[start:stop])
-        part.next_offset = self.offsets[stop] if stop < len(self.offsets) else self.next_offset
-        part.high_watermark = self.high_watermark
-        part.last_stable_offset = self.last_stable_offset
-        part.log_start_offset = self.log_start_offset
+        self._copy_meta(part)
+        if stop < len(self.offsets):
+            part.next_offset = self.offsets[stop]
         return part
 
     def split(self, n: int) -> "PartitionRecords":
         """Take the first n records out into a new PartitionRecords (for max.poll.records)."""
         head = PartitionRecords(self.topic, self.partition)
-        for name in ("offsets", "timestamps", "timestamp_types", "keys", "values", "headers",
-                     "leader_epochs"):
+        for name in self._COLUMNS:
             col = getattr(self, name)
             setattr(head, name, col[:n])
             setattr(self, name, col[n:])
-        head.next_offset = self.offsets[0] if self.offsets else self.next_offset
-        for name in ("high_watermark", "last_stable_offset", "log_start_offset"):
-            setattr(head, name, getattr(self, name))
+        self._copy_meta(head)
+        if self.offsets:
+            head.next_offset = self.offsets[0]
         return head
 
     def to_arrow(self):
         """A pyarrow.RecordBatch with Spark's Kafka source columns: key, value, topic
         (dictionary-encoded), partition, offset, timestamp (ms), timestampType, headers (list of
         key/value structs). Built from the columns without per-record Python objects."""
-        import numpy as np
         import pyarrow as pa
 
-        n = len(self)
-        fields = [("key", pa.string()), ("value", pa.binary())]
-        # Headers flattened into one struct array plus list offsets.
-        ends, hkeys, hvals = [0], [], []
-        for h in self.headers:
-            if h:
-                for k, v in h:
-                    hkeys.append(k)
-                    hvals.append(v)
-            ends.append(len(hkeys))
-        header_structs = pa.StructArray.from_arrays(
-            [pa.array(hkeys, pa.string()), pa.array(hvals, pa.binary())],
-            fields=[pa.field(*f) for f in fields])
-        headers = pa.ListArray.from_arrays(pa.array(ends, pa.int32()), header_structs)
-        return pa.RecordBatch.from_arrays([
-            pa.array(self.keys, pa.binary()),
-            pa.array(self.values, pa.binary()),
-            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
-                                           pa.array([self.topic], pa.string())),
-            pa.array(np.full(n, self.partition, np.int32)),
-            pa.array(self.offsets, pa.int64()),
-            pa.array(self.timestamps, pa.int64()),
-            pa.array(self.timestamp_types, pa.int32()),
-            headers,
-        ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
-                  "headers"])
+        from .arrow_records import headers_array, spark_record_batch
+
+        return spark_record_batch(
+            self.topic, self.partition, pa.array(self.keys, pa.binary()),
+            pa.array(self.values, pa.binary()), pa.array(self.offsets, pa.int64()),
+            pa.array(self.timestamps, pa.int64()), pa.array(self.timestamp_types, pa.int32()),
+            headers_array(self.headers))
 
 
 # -- v2 record parsing -----------------------------------------------------------------------------

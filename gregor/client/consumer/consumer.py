@@ -14,10 +14,11 @@ import time
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ...protocol.errors import ErrorCode, OffsetOutOfRangeError, error_for_code
-from ..config import COMMON_OPTIONS, Option, check_common, parse_config
+from ..config import check_common, parse_config
 from ..errors import ClientError, ConfigError
 from ..metadata import Metadata
 from .columns import ConsumerRecord, PartitionRecords, decode_partition
+from .config import CONSUMER_OPTIONS
 from .offsets import (EARLIEST, LATEST, MAX_VERSION as _MAX_LIST_OFFSETS_VERSION, RETRY_CODES,
                       OffsetAndTimestamp, build_request, list_offsets, parse_response, tp_list)
 
@@ -36,46 +37,9 @@ _REFRESH_CODES = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_P
                   ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
                   ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.OFFSET_NOT_AVAILABLE,
                   ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT}
-_RESET_ALIASES = {"smallest": "earliest", "beginning": "earliest", "largest": "latest",
-                  "end": "latest", "error": "none"}
 # Offsets that mean "start where auto.offset.reset says" (librdkafka's OFFSET_STORED and
 # OFFSET_INVALID, and None).
 _USE_RESET = (None, -1000, -1001)
-
-
-def _reset_policy(v: str) -> str:
-    v = _RESET_ALIASES.get(v.strip().lower(), v.strip().lower())
-    if v not in ("earliest", "latest", "none"):
-        raise ConfigError(f"config 'auto.offset.reset': {v!r} is not one of earliest, latest, "
-                          "none")
-    return v
-
-
-CONSUMER_OPTIONS: list[Option] = COMMON_OPTIONS + [
-    Option("group.id", None, None, "accepted; consumer groups arrive with the groups issue"),
-    Option("auto.offset.reset", "latest", str, validate=_reset_policy),
-    Option("fetch.min.bytes", 1, int, min=0),
-    Option("fetch.max.wait.ms", 500, int, min=0),
-    Option("max.partition.fetch.bytes", 1048576, int, min=1),
-    Option("fetch.max.bytes", 52428800, int, min=1),
-    Option("max.poll.records", 500, int, min=1),
-    Option("isolation.level", "read_uncommitted", str,
-           choices=("read_uncommitted", "read_committed")),
-    Option("check.crcs", True, bool),
-    Option("key.deserializer", None, object),
-    Option("value.deserializer", None, object),
-    Option("allow.auto.create.topics", True, bool),
-    Option("client.rack", "", str),
-    # Accepted for config compatibility; they matter once consumer groups exist.
-    Option("enable.auto.commit", True, bool),
-    Option("auto.commit.interval.ms", 5000, int),
-    Option("session.timeout.ms", 45000, int),
-    Option("heartbeat.interval.ms", 3000, int),
-    Option("max.poll.interval.ms", 300000, int),
-    Option("group.instance.id", None, None),
-    Option("partition.assignment.strategy", None, None),
-    Option("default.api.timeout.ms", 60000, int, min=1),
-]
 
 
 class _PartitionState:
@@ -404,9 +368,7 @@ class Consumer:
             if code in RETRY_CODES:
                 self._md.request_update()
             else:
-                self._pending_error = error_for_code(
-                    code, f"resetting the offset of {tp[0]}-{tp[1]}: "
-                          f"{error_for_code(code).message}")
+                self._fail(code, f"resetting the offset of {tp[0]}-{tp[1]}")
         for tp, o in found.items():
             st = self._assigned.get(tp)
             if st is None or st.position is not None or st.reset != queries.get(tp):
@@ -515,9 +477,11 @@ class Consumer:
                 elif code in _REFRESH_CODES:
                     self._md.request_update()
                 else:
-                    self._pending_error = error_for_code(
-                        code, f"fetching {topic}-{tp[1]} at offset {fetch_offset}: "
-                              f"{error_for_code(code).message}")
+                    self._fail(code, f"fetching {topic}-{tp[1]} at offset {fetch_offset}")
+
+    def _fail(self, code: int, doing: str) -> None:
+        """Keep a partition's error for the next poll() to raise, saying what failed."""
+        self._pending_error = error_for_code(code, f"{doing}: {error_for_code(code).message}")
 
     def _out_of_range(self, st: _PartitionState, offset: int) -> None:
         if self._reset_policy == "none":

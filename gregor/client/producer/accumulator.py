@@ -256,18 +256,19 @@ class RecordAccumulator:
                     self._flush_stage(t)
 
     def add_batch(self, batch: ProducerBatch) -> None:
-        """Queue a complete batch built elsewhere (send_batch's bulk path); its memory is
-        already reserved."""
+        """Queue a complete batch built elsewhere (send_batch's bulk path), possibly already
+        encoded; its memory is already reserved."""
         with self.lock:
             if self.stages and batch.topic in self.stages:
                 self._flush_stage(batch.topic)
             dq = self.deque_for(batch.topic, batch.partition)
             self._close_open(batch.topic, batch.partition)
             batch.full = True
-            # The bulk batch holds slices of the caller's lists: two pointers per record.
-            extra = 16 * len(batch.keys)
-            self.pool.charge(extra)
-            batch.reserved += extra
+            if batch.keys is not None:
+                # The bulk batch holds slices of the caller's lists: two pointers per record.
+                extra = 16 * len(batch.keys)
+                self.pool.charge(extra)
+                batch.reserved += extra
             batch.interceptors = self.interceptors
             dq.append(batch)
             self.incomplete.add(batch)
@@ -375,12 +376,12 @@ class RecordAccumulator:
             for b in batches:
                 if b.data is None:
                     b.close()
-                    self._account_encoded(b)
+                    self.account_encoded(b)
                 elif b.stale:
                     b.rewrite_producer_fields()
         return out
 
-    def _account_encoded(self, b: ProducerBatch) -> None:
+    def account_encoded(self, b: ProducerBatch) -> None:
         """From now on the batch holds its encoded bytes and its timestamps list: make the
         pool reservation say so, and let the per-record objects go."""
         held = len(b.data) + TIMESTAMP_OVERHEAD * b.record_count

@@ -1,6 +1,6 @@
 """send_batch: the bulk path. Many records become a few large batches with no per-record
 Python objects beyond the key/value list the caller already has; each batch is encoded once,
-in one vectorised pass, when the sender drains it."""
+in one vectorised pass, by the caller's thread before it is queued."""
 from __future__ import annotations
 
 import threading
@@ -15,6 +15,8 @@ from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
 # A bulk batch is capped below max.request.size (it must fit one request) and at 1 MiB, the
 # broker's default message.max.bytes, so a default broker never refuses it as too large.
 MAX_BULK_BATCH = 1024 * 1024
+# Bulk batches are encoded by send_batch's caller (see _make); False leaves it to the sender.
+ENCODE_IN_CALLER = True
 
 
 class BatchMetadata(NamedTuple):
@@ -294,6 +296,14 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
     b.timestamps = ts
     b.result.timestamps = _SameTimestamp(ts) if isinstance(ts, int) else ts
     b.size = size
+    if ENCODE_IN_CALLER:
+        # Encode here, in the caller's thread, not in the sender: the sender then only moves
+        # bytes, so when an answer frees an in-flight slot the next request leaves at once
+        # instead of after a multi-millisecond encode, and the broker is not left idle. The
+        # producer id / sequence fields are filled in at drain (a header rewrite) when
+        # idempotence is on.
+        b.close()
+        acc.account_encoded(b)
     acc.add_batch(b)
     producer._network.wakeup()  # one wakeup per ~1 MiB batch: cheap, and the sender may sleep
     return b

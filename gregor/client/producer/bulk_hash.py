@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-_M = np.uint64(0x5BD1E995)
-_MASK = np.uint64(0xFFFFFFFF)
+# uint32 arithmetic wraps modulo 2**32 exactly like Java's int multiply, so no masking and no
+# widening to 64 bits is needed; each step works in place on one array.
+_M = np.uint32(0x5BD1E995)
 _SEED = 0x9747B28C
-
-
-def _mul(a, b=_M):
-    # a, b < 2**32, so the product fits uint64 exactly; keep the low 32 bits like Java's int.
-    return (a * b) & _MASK
 
 
 def murmur2_many(keys: list[bytes]) -> np.ndarray:
@@ -27,29 +23,33 @@ def murmur2_many(keys: list[bytes]) -> np.ndarray:
     for length in np.unique(lengths).tolist():
         idx = np.nonzero(lengths == length)[0]
         group = [keys[i] for i in idx.tolist()] if len(idx) != n else keys
-        h = np.full(len(idx), (_SEED ^ length) & 0xFFFFFFFF, dtype=np.uint64)
+        h = np.full(len(idx), (_SEED ^ length) & 0xFFFFFFFF, dtype=np.uint32)
         if length:
             mat = np.frombuffer(b"".join(group), dtype=np.uint8).reshape(len(idx), length)
             n4 = length & ~3
             if n4:
-                words = np.ascontiguousarray(mat[:, :n4]).view("<u4").astype(np.uint64)
-                for j in range(words.shape[1]):
-                    k = _mul(words[:, j])
-                    k ^= k >> np.uint64(24)
-                    k = _mul(k)
-                    h = _mul(h) ^ k
+                # One contiguous row per 4-byte word position, so each step reads memory
+                # sequentially.
+                words = np.ascontiguousarray(mat[:, :n4]).view("<u4").T.copy()
+                k = np.empty_like(h)
+                for j in range(words.shape[0]):
+                    np.multiply(words[j], _M, out=k)
+                    k ^= k >> 24
+                    k *= _M
+                    h *= _M
+                    h ^= k
             rem = length & 3
             if rem == 3:
-                h ^= mat[:, n4 + 2].astype(np.uint64) << np.uint64(16)
+                h ^= mat[:, n4 + 2].astype(np.uint32) << 16
             if rem >= 2:
-                h ^= mat[:, n4 + 1].astype(np.uint64) << np.uint64(8)
+                h ^= mat[:, n4 + 1].astype(np.uint32) << 8
             if rem >= 1:
-                h ^= mat[:, n4].astype(np.uint64)
-                h = _mul(h)
-        h ^= h >> np.uint64(13)
-        h = _mul(h)
-        h ^= h >> np.uint64(15)
-        out[idx] = h.astype(np.int64)
+                h ^= mat[:, n4]
+                h *= _M
+        h ^= h >> 13
+        h *= _M
+        h ^= h >> 15
+        out[idx] = h
     return out
 
 

@@ -17,6 +17,7 @@ import queue
 from dataclasses import dataclass, field
 from typing import Any
 
+from .facade import EngineFacade, ErrorList
 from .producer import Producer
 
 # sarama's defaults where they differ from Java's: RequiredAcks = WaitForLocal, hash partitioner.
@@ -60,7 +61,7 @@ def _send(engine: Producer, msg: ProducerMessage, callback=None):
                        msg.timestamp, callback)
 
 
-class SyncProducer:
+class SyncProducer(EngineFacade):
     """Blocks until each message is acknowledged (sarama's SyncProducer)."""
 
     def __init__(self, config: dict | None = None, **kwargs):
@@ -86,34 +87,12 @@ class SyncProducer:
         if errors:
             raise errors
 
-    def close(self, timeout: float | None = None) -> None:
-        self._engine.close(timeout)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class ProducerErrors(Exception):
+class ProducerErrors(ErrorList):
     """Several ProducerError at once (sarama's ProducerErrors); iterate it like a list."""
-
-    def __init__(self, errors=()):
-        super().__init__()
-        self.errors = list(errors)
 
     def append(self, e):
         self.errors.append(e)
-
-    def __iter__(self):
-        return iter(self.errors)
-
-    def __len__(self):
-        return len(self.errors)
-
-    def __getitem__(self, i):
-        return self.errors[i]
 
     def __bool__(self):
         return bool(self.errors)
@@ -136,7 +115,7 @@ class _Input:
     send = put
 
 
-class AsyncProducer:
+class AsyncProducer(EngineFacade):
     """sarama's AsyncProducer: messages go in through input(); acknowledged messages come out
     of successes() (when return_successes), failures out of errors() (when return_errors).
     Unlike Go channels these queues are unbounded: read them, or turn them off."""
@@ -192,9 +171,3 @@ class AsyncProducer:
                 out.append(self._errors.get_nowait())
             except queue.Empty:
                 return out
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .facade import EngineFacade, ErrorList
 from .producer import Producer
 
 RequireNone, RequireOne, RequireAll = 0, 1, -1
@@ -38,22 +39,9 @@ class Message:
     offset: int = -1                 # filled in after a successful write (acks >= 1)
 
 
-class WriteErrors(Exception):
+class WriteErrors(ErrorList):
     """One slot per message given to write_messages: None if it was written, else its error.
     Indexes and iterates like a list."""
-
-    def __init__(self, errors):
-        super().__init__()
-        self.errors = list(errors)
-
-    def __iter__(self):
-        return iter(self.errors)
-
-    def __len__(self):
-        return len(self.errors)
-
-    def __getitem__(self, i):
-        return self.errors[i]
 
     @property
     def count(self) -> int:
@@ -77,7 +65,7 @@ class WriterStats:
     extra: dict = field(default_factory=dict)
 
 
-class Writer:
+class Writer(EngineFacade):
     def __init__(self, bootstrap_servers: str | list | None = None, topic: str | None = None,
                  balancer: str | Callable | None = None, batch_size: int = 100,
                  batch_bytes: int = 1024 * 1024, batch_timeout: float = 1.0,
@@ -186,12 +174,3 @@ class Writer:
         s.request_latency_avg_ms = m["request-latency-avg"]
         s.extra = m
         return s
-
-    def close(self, timeout: float | None = None) -> None:
-        self._engine.close(timeout)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

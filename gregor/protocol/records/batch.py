@@ -22,10 +22,10 @@ from ..compression import DEFAULT_MAX_DECOMPRESSED, NONE
 from .encoding import assemble_batch, encode_records
 from .errors import CorruptRecordsError, InvalidRecordsError
 from .fields import VECTOR_MIN_RECORDS, locate_fields
-from .parsing import decode_headers, header_at, records_section, varint_slow
+from .parsing import (complete_batch_at, decode_headers, header_at, records_section,
+                      varint_slow)
 from .validation import validate_batch, walk_records  # noqa: F401  (part of this module's API)
-from .header import (HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT, BatchHeader,
-                     compute_crc)
+from .header import HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT, BatchHeader
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -205,6 +205,9 @@ def _decode_records_vector(data: bytes, h: BatchHeader) -> list[Record]:
 
 
 def _decode_records_loop(data: bytes, h: BatchHeader) -> list[Record]:
+    """decode_records for small batches. Each field's varint is read inline, not through a
+    helper: this loop runs once per record, and a call per field would add to every record's
+    cost (validation.py and fields.py repeat the same pattern for the same reason)."""
     out = []
     append = out.append
     base_offset = h.base_offset
@@ -313,13 +316,7 @@ def _decode_records_loop(data: bytes, h: BatchHeader) -> list[Record]:
 def decode_batch(buf, pos: int = 0, *, verify_crc: bool = True,
                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> RecordBatch:
     """Decode the complete v2 batch at pos."""
-    h = header_at(buf, pos)
-    if pos + h.size > len(buf):
-        raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
-                                  f"{len(buf) - pos} present")
-    if verify_crc and compute_crc(buf, pos, h.size) != h.crc:
-        raise CorruptRecordsError(f"CRC mismatch in batch at offset {h.base_offset}: the "
-                                  f"bytes were damaged in transit or on disk")
+    h = complete_batch_at(buf, pos, verify_crc=verify_crc)
     data = records_section(buf, pos, h, max_decompressed)
     return RecordBatch(h, decode_records(data, h))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..compression import NONE, decompress
 from ..primitives import DecodeError, decode_varint
 from .errors import CorruptRecordsError
-from .header import HEADER_SIZE, BatchHeader, parse_header
+from .header import HEADER_SIZE, BatchHeader, compute_crc, parse_header
 
 
 def header_at(buf, pos: int) -> BatchHeader:
@@ -13,6 +13,19 @@ def header_at(buf, pos: int) -> BatchHeader:
         return parse_header(buf, pos)
     except DecodeError as e:
         raise CorruptRecordsError(str(e)) from None
+
+
+def complete_batch_at(buf, pos: int, *, verify_crc: bool = True) -> BatchHeader:
+    """The header of the v2 batch at pos, once the whole batch is known to be in buf and
+    (with verify_crc) its CRC to match."""
+    h = header_at(buf, pos)
+    if pos + h.size > len(buf):
+        raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
+                                  f"{len(buf) - pos} present")
+    if verify_crc and compute_crc(buf, pos, h.size) != h.crc:
+        raise CorruptRecordsError(f"CRC mismatch in batch at offset {h.base_offset}: the "
+                                  f"bytes were damaged in transit or on disk")
+    return h
 
 
 def records_section(buf, pos: int, h: BatchHeader, max_decompressed: int) -> bytes:

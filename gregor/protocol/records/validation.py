@@ -13,8 +13,8 @@ import numpy as np
 from ..compression import DEFAULT_MAX_DECOMPRESSED
 from .errors import CorruptRecordsError, InvalidRecordsError
 from .fields import VECTOR_MIN_RECORDS, locate_fields
-from .header import CONTROL_BIT, BatchHeader, compute_crc
-from .parsing import decode_headers, header_at, records_section, varint_slow
+from .header import CONTROL_BIT, BatchHeader
+from .parsing import complete_batch_at, decode_headers, records_section, varint_slow
 
 
 def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
@@ -25,13 +25,7 @@ def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
     a base sequence when a producer id is set, offset deltas exactly 0..count-1. Log recovery
     leaves it False (its batches include control batches the broker wrote itself).
     """
-    h = header_at(buf, pos)
-    if pos + h.size > len(buf):
-        raise CorruptRecordsError(f"batch at offset {h.base_offset} needs {h.size} bytes, "
-                                  f"{len(buf) - pos} present")
-    if compute_crc(buf, pos, h.size) != h.crc:
-        raise CorruptRecordsError(f"CRC mismatch in batch at offset {h.base_offset}: the "
-                                  f"bytes were damaged in transit or on disk")
+    h = complete_batch_at(buf, pos)
     if h.compression > 4:
         raise CorruptRecordsError(f"unknown compression codec {h.compression} in batch "
                                   f"attributes")

@@ -1,0 +1,44 @@
+"""The consumer's configuration options: Kafka's consumer settings that gregor honours, and
+those accepted for compatibility until consumer groups exist."""
+from __future__ import annotations
+
+from ..config import COMMON_OPTIONS, Option
+from ..errors import ConfigError
+
+_RESET_ALIASES = {"smallest": "earliest", "beginning": "earliest", "largest": "latest",
+                  "end": "latest", "error": "none"}
+
+
+def _reset_policy(v: str) -> str:
+    v = _RESET_ALIASES.get(v.strip().lower(), v.strip().lower())
+    if v not in ("earliest", "latest", "none"):
+        raise ConfigError(f"config 'auto.offset.reset': {v!r} is not one of earliest, latest, "
+                          "none")
+    return v
+
+
+CONSUMER_OPTIONS: list[Option] = COMMON_OPTIONS + [
+    Option("group.id", None, None, "accepted; consumer groups arrive with the groups issue"),
+    Option("auto.offset.reset", "latest", str, validate=_reset_policy),
+    Option("fetch.min.bytes", 1, int, min=0),
+    Option("fetch.max.wait.ms", 500, int, min=0),
+    Option("max.partition.fetch.bytes", 1048576, int, min=1),
+    Option("fetch.max.bytes", 52428800, int, min=1),
+    Option("max.poll.records", 500, int, min=1),
+    Option("isolation.level", "read_uncommitted", str,
+           choices=("read_uncommitted", "read_committed")),
+    Option("check.crcs", True, bool),
+    Option("key.deserializer", None, object),
+    Option("value.deserializer", None, object),
+    Option("allow.auto.create.topics", True, bool),
+    Option("client.rack", "", str),
+    # Accepted for config compatibility; they matter once consumer groups exist.
+    Option("enable.auto.commit", True, bool),
+    Option("auto.commit.interval.ms", 5000, int),
+    Option("session.timeout.ms", 45000, int),
+    Option("heartbeat.interval.ms", 3000, int),
+    Option("max.poll.interval.ms", 300000, int),
+    Option("group.instance.id", None, None),
+    Option("partition.assignment.strategy", None, None),
+    Option("default.api.timeout.ms", 60000, int, min=1),
+]
