@@ -186,13 +186,15 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
         raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"partition {partition} of topic {topic!r} does not exist")
     limit = min(producer._max_request_size - 512, MAX_BULK_BATCH, producer._total_memory)
+    key_lengths = None
     # Records grouped per partition, in input order within a partition.
     if partition is not None or nparts == 1:
         groups = {partition or 0: None}
     elif keys is None or producer._ignore_keys:
         groups = None  # chunks go to partitions one after another (sticky per chunk)
     elif producer._builtin and None not in keys:
-        groups = _group_murmur2(keys, nparts)
+        key_lengths = _lengths(keys)
+        groups = _group_murmur2(keys, nparts, key_lengths)
     else:
         part = producer._partitioner
         avail = producer._avail.get(topic) or producer._metadata.available_partitions(topic)
@@ -200,7 +202,7 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
         for i, k in enumerate(keys):
             groups.setdefault(part(topic, k, values[i], nparts, avail), []).append(i)
     batches = []
-    sizes = _record_sizes(values, keys, headers)
+    sizes = _record_sizes(values, keys, headers, key_lengths)
     if groups is None:
         for lo, hi, size in _chunks(sizes, None, limit):
             p = producer._choose_partition(topic, None, None, nparts)
@@ -221,11 +223,11 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
     return BulkSendResult(batches)
 
 
-def _group_murmur2(keys, nparts) -> dict:
+def _group_murmur2(keys, nparts, key_lengths=None) -> dict:
     """{partition: [indices in input order]} with Java's default partitioner, vectorised."""
     import numpy as np
     from .bulk_hash import murmur2_partitions
-    parts = murmur2_partitions(keys, nparts)
+    parts = murmur2_partitions(keys, nparts, key_lengths)
     order = np.argsort(parts, kind="stable")
     ps, starts = np.unique(parts[order], return_index=True)
     bounds = starts.tolist() + [len(order)]
@@ -236,21 +238,26 @@ def _pick(seq, sel):
     return list(itemgetter(*sel)(seq)) if len(sel) > 1 else [seq[sel[0]]]
 
 
-def _record_sizes(values, keys, headers):
+def _lengths(seq):
+    """len() of every item (None counts 0) as a numpy int64 array."""
+    import numpy as np
+    n = len(seq)
+    try:
+        return np.fromiter(map(len, seq), dtype=np.int64, count=n)
+    except TypeError:  # None among them
+        return np.fromiter((len(x) if x is not None else 0 for x in seq),
+                           dtype=np.int64, count=n)
+
+
+def _record_sizes(values, keys, headers, key_lengths=None):
     """Estimated wire size of every record (numpy int64), without a Python loop when
-    there are no nulls or headers."""
+    there are no nulls or headers. `key_lengths` may be passed when already known."""
     import numpy as np
     n = len(values)
-
-    def lengths(seq):
-        try:
-            return np.fromiter(map(len, seq), dtype=np.int64, count=n)
-        except TypeError:  # None among them
-            return np.fromiter((len(x) if x is not None else 0 for x in seq),
-                               dtype=np.int64, count=n)
-    sizes = lengths(values) + RECORD_OVERHEAD
+    sizes = _lengths(values)
+    sizes += RECORD_OVERHEAD
     if keys is not None:
-        sizes += lengths(keys)
+        sizes += _lengths(keys) if key_lengths is None else key_lengths
     if headers is not None:
         sizes += np.fromiter((sum(len(k) + (len(x) if x is not None else 0) + 6 for k, x in h)
                               if h else 0 for h in headers), dtype=np.int64, count=n)

@@ -15,13 +15,20 @@ _M = np.uint32(0x5BD1E995)
 _SEED = 0x9747B28C
 
 
-def murmur2_many(keys: list[bytes]) -> np.ndarray:
-    """murmur2 of every key (non-null bytes) as uint32 values in an int64 array."""
+def murmur2_many(keys: list[bytes], lengths: np.ndarray | None = None) -> np.ndarray:
+    """murmur2 of every key (non-null bytes) as uint32 values in an int64 array. `lengths`
+    (the keys' lengths, int64) may be passed when the caller has them already."""
     n = len(keys)
     out = np.empty(n, dtype=np.int64)
-    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
-    for length in np.unique(lengths).tolist():
-        idx = np.nonzero(lengths == length)[0]
+    if lengths is None:
+        lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+    if n and lengths.min() == lengths.max():
+        # The common case: every key has the same length (no sort for np.unique).
+        groups = [int(lengths[0])]
+    else:
+        groups = np.unique(lengths).tolist()
+    for length in groups:
+        idx = np.nonzero(lengths == length)[0] if len(groups) > 1 else np.arange(n)
         group = [keys[i] for i in idx.tolist()] if len(idx) != n else keys
         h = np.full(len(idx), (_SEED ^ length) & 0xFFFFFFFF, dtype=np.uint32)
         if length:
@@ -53,6 +60,7 @@ def murmur2_many(keys: list[bytes]) -> np.ndarray:
     return out
 
 
-def murmur2_partitions(keys: list[bytes], num_partitions: int) -> np.ndarray:
+def murmur2_partitions(keys: list[bytes], num_partitions: int,
+                       lengths: np.ndarray | None = None) -> np.ndarray:
     """Java's default partition for each non-null key: toPositive(murmur2(key)) % n."""
-    return (murmur2_many(keys) & 0x7FFFFFFF) % num_partitions
+    return (murmur2_many(keys, lengths) & 0x7FFFFFFF) % num_partitions

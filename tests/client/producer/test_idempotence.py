@@ -178,3 +178,24 @@ def test_expired_in_flight_batch_bumps_epoch():
     clock.advance(2.5)
     run(p)
     assert fut.failed() and p._txn.state == "bump_pending"
+
+
+def test_send_batch_encoded_by_the_caller_gets_its_sequence_at_drain():
+    p, net, clock = start()
+    for i in range(3):
+        p.send("t", b"a%d" % i, partition=0)
+    run(p)
+    for req in net.pending():
+        net.answer_produce(req)
+    res = p.send_batch("t", [b"b%d" % i for i in range(4)], keys=[b"k"] * 4, partition=0)
+    [queued] = [b for b in p._acc.incomplete if b.bulk]
+    assert queued.data is not None and queued.keys is None   # encoded before it was queued
+    run(p)
+    [(_, part, head, values)] = batch_headers(net.pending()[-1])   # CRC checked on decode
+    assert (part, head.producer_id, head.producer_epoch, head.base_sequence) == (0, 77, 0, 3)
+    assert values == [b"b%d" % i for i in range(4)]
+    net.answer_produce(net.pending()[-1], offsets={("t", 0): 3})
+    [md] = res.result(1)
+    assert (md.base_offset, md.record_count) == (3, 4)
+    p.flush(1)
+    assert p._pool.available == p._pool.total   # the pool reservation came back in full
