@@ -89,6 +89,10 @@ class Sender:
 
     # -- one loop ------------------------------------------------------------------------------
     def run_once(self) -> None:
+        # Until we know how long we will sleep, any new batch must wake us: a batch appended
+        # after the accumulator scan below but before poll() would otherwise wait out a long
+        # sleep (a lost wakeup).
+        self.idle_until = float("inf")
         now = self.clock()
         timeout = 3600.0
         txn = self.txn

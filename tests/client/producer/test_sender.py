@@ -182,3 +182,26 @@ def test_unsupported_produce_version_fails_with_advice():
     run(p)
     with pytest.raises(Exception, match="Produce v3"):
         fut.result(0)
+
+
+def test_batch_created_while_the_sender_scans_wakes_it():
+    # The sender thread scans the accumulator, then sleeps for as long as the scan said. A
+    # batch another thread creates in between must wake it, or it waits out the long sleep.
+    p, net, clock = make_producer({"t": 1}, acks=1, **{"linger.ms": 0})
+    p._sender.run_once()                      # idle: nothing queued, no request in flight
+    real_ready = p._acc.ready
+    futs = []
+
+    def ready_then_send(*args):
+        check = real_ready(*args)             # the scan sees an empty accumulator ...
+        futs.append(p.send("t", b"late"))     # ... and then a batch arrives
+        return check
+    p._acc.ready = ready_then_send
+    before = net.wakeups
+    p._sender.run_once()
+    p._acc.ready = real_ready
+    assert net.wakeups == before + 1
+    p._sender.run_once()                      # the woken sender sends it
+    [req] = net.pending()
+    net.answer_produce(req, offsets={("t", 0): 5})
+    assert futs[0].result(0).offset == 5
