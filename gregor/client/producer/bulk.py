@@ -9,6 +9,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from ...protocol.errors import ErrorCode, error_for_code
+from ...protocol.records.encoding import is_arrow
 from ..errors import KafkaTimeoutError
 from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
 
@@ -148,8 +149,35 @@ def _from_table(table):
         import pyarrow.compute as pc
         if pa.types.is_timestamp(col.type):
             col = pc.cast(col, pa.timestamp("ms")).cast(pa.int64())
-        timestamps = col.to_pylist()
+        timestamps = col
     return values, keys, timestamps
+
+
+def _arrow_binary(x):
+    """x as one contiguous pyarrow binary array when it is a pyarrow binary/string array
+    (chunked or not) that the compiled encoder can read; None when it is not."""
+    if x is None or not is_arrow(x):
+        return None
+    import pyarrow as pa
+    if isinstance(x, pa.ChunkedArray):
+        x = x.combine_chunks() if x.num_chunks != 1 else x.chunk(0)
+    t = x.type
+    if pa.types.is_binary(t):
+        return x
+    if pa.types.is_string(t):
+        return x.cast(pa.binary())
+    if pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        return x.cast(pa.large_binary()).cast(pa.binary())
+    return None
+
+
+def _arrow_timestamps(ts, now_ms):
+    """int64 numpy timestamps from a pyarrow/numpy column (nulls: now)."""
+    import numpy as np
+    if is_arrow(ts):
+        ts = ts.fill_null(now_ms) if ts.null_count else ts
+        return np.asarray(ts.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.asarray(ts, dtype=np.int64)
 
 
 def send_batch(producer, topic, values, keys=None, partition=None, timestamps=None,
@@ -161,8 +189,21 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
         values, tkeys, tts = _from_table(values)
         keys = tkeys if keys is None else keys
         timestamps = tts if timestamps is None else timestamps
-    values = _as_list(values, "values")
-    keys = _as_list(keys, "keys")
+    # Arrow columns stay Arrow all the way to the compiled encoder (no per-record objects),
+    # unless something needs Python values: headers, a custom partitioner, null keys.
+    arrow_values = _arrow_binary(values) if headers is None else None
+    arrow_keys = _arrow_binary(keys)
+    if arrow_values is not None and (keys is None or arrow_keys is not None):
+        if arrow_keys is not None and (arrow_keys.null_count or not producer._builtin) and \
+                partition is None:
+            arrow_values = None
+    else:
+        arrow_values = None
+    if arrow_values is not None:
+        values, keys = arrow_values, arrow_keys
+    else:
+        values = _as_list(values, "values")
+        keys = _as_list(keys, "keys")
     n = len(values)
     if keys is not None and len(keys) != n:
         raise ValueError(f"send_batch: {len(keys)} keys for {n} values")
@@ -173,6 +214,10 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
     now_ms = int(time.time() * 1000)
     if timestamps is None:
         timestamps = now_ms
+    elif arrow_values is not None and not isinstance(timestamps, (int, list)):
+        timestamps = _arrow_timestamps(timestamps, now_ms)
+        if len(timestamps) != n:
+            raise ValueError(f"send_batch: {len(timestamps)} timestamps for {n} values")
     elif not isinstance(timestamps, int):
         timestamps = _as_list(timestamps, "timestamps")
         timestamps = [now_ms if t is None else int(t) for t in timestamps]
@@ -192,6 +237,9 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
         groups = {partition or 0: None}
     elif keys is None or producer._ignore_keys:
         groups = None  # chunks go to partitions one after another (sticky per chunk)
+    elif arrow_values is not None:
+        from .bulk_hash import murmur2_partitions_arrow
+        groups = _group_by_partition(murmur2_partitions_arrow(keys, nparts))
     elif producer._builtin and None not in keys:
         key_lengths = _lengths(keys)
         groups = _group_murmur2(keys, nparts, key_lengths)
@@ -223,6 +271,15 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
     return BulkSendResult(batches)
 
 
+def _group_by_partition(parts) -> dict:
+    """{partition: int64 array of indices in input order} from each record's partition."""
+    import numpy as np
+    order = np.argsort(parts, kind="stable")
+    ps, starts = np.unique(parts[order], return_index=True)
+    bounds = starts.tolist() + [len(order)]
+    return {int(p): order[bounds[j]:bounds[j + 1]] for j, p in enumerate(ps.tolist())}
+
+
 def _group_murmur2(keys, nparts, key_lengths=None) -> dict:
     """{partition: [indices in input order]} with Java's default partitioner, vectorised."""
     import numpy as np
@@ -242,6 +299,13 @@ def _lengths(seq):
     """len() of every item (None counts 0) as a numpy int64 array."""
     import numpy as np
     n = len(seq)
+    if is_arrow(seq):
+        from ...protocol.records.kernels import Column
+        col = Column.from_arrow(seq)
+        out = np.diff(col.offsets).astype(np.int64)
+        if seq.null_count:
+            out[~col.valid] = 0
+        return out
     try:
         return np.fromiter(map(len, seq), dtype=np.int64, count=n)
     except TypeError:  # None among them
@@ -288,7 +352,18 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
     acc = producer._acc
     b = ProducerBatch(topic, p, producer._clock(), size, size, acc.compression)
     b.bulk = True
-    if sel is None:
+    if is_arrow(values):
+        import pyarrow as pa
+        if sel is None:
+            b.values = values.slice(lo, hi - lo)
+            b.keys = keys.slice(lo, hi - lo) if keys is not None else \
+                pa.nulls(hi - lo, pa.binary())
+            ts = timestamps if isinstance(timestamps, int) else timestamps[lo:hi]
+        else:
+            b.values = values.take(sel)
+            b.keys = keys.take(sel)
+            ts = timestamps if isinstance(timestamps, int) else timestamps[sel]
+    elif sel is None:
         b.values = values[lo:hi]
         b.keys = keys[lo:hi] if keys is not None else [None] * (hi - lo)
         if headers is not None:

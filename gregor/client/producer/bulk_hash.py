@@ -8,6 +8,7 @@ partitioners.murmur2 (tested).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 # uint32 arithmetic wraps modulo 2**32 exactly like Java's int multiply, so no masking and no
 # widening to 64 bits is needed; each step works in place on one array.
@@ -64,3 +65,46 @@ def murmur2_partitions(keys: list[bytes], num_partitions: int,
                        lengths: np.ndarray | None = None) -> np.ndarray:
     """Java's default partition for each non-null key: toPositive(murmur2(key)) % n."""
     return (murmur2_many(keys, lengths) & 0x7FFFFFFF) % num_partitions
+
+
+@njit(cache=True, nogil=True)
+def _murmur2_columns(offsets, data, num_partitions, out):
+    """out[i] = Java's default partition of key i = data[offsets[i]:offsets[i + 1]]."""
+    m = np.uint64(0x5BD1E995)
+    mask = np.uint64(0xFFFFFFFF)
+    for i in range(len(out)):
+        a = offsets[i]
+        length = offsets[i + 1] - a
+        h = np.uint64(_SEED ^ length) & mask
+        n4 = length & ~3
+        for j in range(a, a + n4, 4):
+            k = (np.uint64(data[j]) | (np.uint64(data[j + 1]) << np.uint64(8))
+                 | (np.uint64(data[j + 2]) << np.uint64(16))
+                 | (np.uint64(data[j + 3]) << np.uint64(24)))
+            k = (k * m) & mask
+            k ^= k >> np.uint64(24)
+            k = (k * m) & mask
+            h = ((h * m) & mask) ^ k
+        rem = length & 3
+        t = a + n4
+        if rem == 3:
+            h ^= np.uint64(data[t + 2]) << np.uint64(16)
+        if rem >= 2:
+            h ^= np.uint64(data[t + 1]) << np.uint64(8)
+        if rem >= 1:
+            h ^= np.uint64(data[t])
+            h = (h * m) & mask
+        h ^= h >> np.uint64(13)
+        h = (h * m) & mask
+        h ^= h >> np.uint64(15)
+        out[i] = np.int64(h & np.uint64(0x7FFFFFFF)) % num_partitions
+    return out
+
+
+def murmur2_partitions_arrow(keys, num_partitions: int) -> np.ndarray:
+    """Java's default partition for each key of a pyarrow binary array without nulls,
+    read straight from its buffers (int64 array)."""
+    from ...protocol.records.kernels import Column
+    col = Column.from_arrow(keys)
+    return _murmur2_columns(col.offsets, col.data, num_partitions,
+                            np.empty(len(keys), dtype=np.int64))

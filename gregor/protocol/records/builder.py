@@ -135,9 +135,7 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
     n = len(values)
     if n == 0:
         raise ValueError("a record batch needs at least one record")
-    if keys is None:
-        keys = [None] * n
-    elif len(keys) != n:
+    if keys is not None and len(keys) != n:
         raise ValueError(f"{len(keys)} keys for {n} values")
     if timestamps is None:
         timestamps = _now_ms()

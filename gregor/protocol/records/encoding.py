@@ -284,10 +284,37 @@ def _encode_records_small_nulls(timestamps, keys, values, base_timestamp: int) -
     return b"".join(parts)
 
 
+def is_arrow(x) -> bool:
+    return type(x).__module__.startswith("pyarrow")
+
+
+def encode_records_arrow(timestamps, keys, values, base_timestamp: int):
+    """Records section of headerless records whose values (and keys, unless None) are pyarrow
+    binary arrays: the compiled kernel reads the Arrow buffers directly."""
+    from .kernels import Column, encode_records_columns
+    n = len(values)
+    vcol = Column.from_arrow(values)
+    kcol = Column.nulls(n) if keys is None else (
+        Column.from_arrow(keys) if is_arrow(keys) else Column.from_list(keys))
+    if isinstance(timestamps, (int, np.integer)):
+        tdelta = np.full(n, int(timestamps) - base_timestamp, dtype=np.int64)
+    else:
+        tdelta = np.asarray(timestamps, dtype=np.int64) - base_timestamp
+    return memoryview(encode_records_columns(kcol, vcol, tdelta))
+
+
 def encode_records(timestamps, keys, values, headers, base_timestamp: int):
-    """Pick the cheapest encoder; headers None means no record has headers. Returns bytes,
-    or (uniform path) a memoryview of a per-thread scratch buffer that stays valid only until
-    the next call on this thread: assemble_batch copies it into the batch at once."""
+    """Pick the cheapest encoder; headers None means no record has headers. keys/values are
+    lists of bytes/None, or pyarrow binary arrays (keys may also be None: all null). Returns
+    bytes, or a memoryview (uniform path: of a per-thread scratch buffer that stays valid only
+    until the next call on this thread; assemble_batch copies it into the batch at once)."""
+    if is_arrow(values):
+        if headers is None:
+            return encode_records_arrow(timestamps, keys, values, base_timestamp)
+        values = values.to_pylist()
+        keys = keys.to_pylist() if is_arrow(keys) else keys
+    if keys is None:
+        keys = [None] * len(values)
     if headers is None and len(values) >= UNIFORM_MIN_RECORDS:
         out = encode_records_uniform(timestamps, keys, values, base_timestamp)
         if out is not None:

@@ -37,3 +37,14 @@ def test_chunks_cover_everything_in_order_within_the_limit():
 def test_a_record_larger_than_the_limit_goes_alone():
     sizes = _record_sizes([b"x" * 10, b"y" * 5000, b"z"], None, None)
     assert [(lo, hi) for lo, hi, _ in _chunks(sizes, None, 1000)] == [(0, 1), (1, 2), (2, 3)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=50),
+       st.integers(1, 50), st.integers(0, 3))
+def test_compiled_murmur2_on_arrow_matches_the_reference(keys, n, cut):
+    import pyarrow as pa
+    from gregor.client.producer.bulk_hash import murmur2_partitions_arrow
+    arr = pa.array([b"x"] * cut + keys, pa.binary()).slice(cut)
+    assert murmur2_partitions_arrow(arr, n).tolist() == \
+        [to_positive(murmur2(k)) % n for k in keys]

@@ -1,0 +1,150 @@
+"""Compiled per-record loops (numba): encoding a records section from column buffers.
+
+Why compiled: a v2 record is a handful of varints around the key and value bytes, so any
+Python-level loop pays ~0.3 us a record in interpreter overhead, and numpy cannot express the
+ragged copies without building per-byte index arrays. A numba loop writes each record in
+~0.05 us. Kernels run with the GIL released (nogil), so the producer's sender thread keeps
+sending while a caller encodes the next batch. They are compiled on first use and cached on
+disk (__pycache__), so a fresh process pays ~0.15 s once, not the ~1 s compile.
+
+The inputs are Arrow's layout for a binary column: int32 offsets (n + 1 of them; item i is
+data[offsets[i]:offsets[i + 1]]), a uint8 data buffer, and a validity mask (False = null).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Per-record bytes beyond key and value: length (<= 5), attributes (1), timestamp delta
+# (<= 10), offset delta (<= 5), key length (<= 5), value length (<= 5), header count (1).
+MAX_RECORD_OVERHEAD = 32
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _varint_size(v):
+    z = (v << 1) ^ (v >> 63)          # zig-zag
+    n = 1
+    while z >= 0x80:
+        z >>= 7
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_varint(out, p, v):
+    z = (v << 1) ^ (v >> 63)
+    while z >= 0x80:
+        out[p] = (z & 0x7F) | 0x80
+        z >>= 7
+        p += 1
+    out[p] = z
+    return p + 1
+
+
+@njit(cache=True, nogil=True)
+def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, tdelta, out):
+    """Write the records section of len(voffs) - 1 headerless records into out (sized at
+    least data bytes + MAX_RECORD_OVERHEAD per record); return the bytes written. tdelta
+    holds each record's timestamp minus the batch's base timestamp; offset deltas are
+    0, 1, 2, ..."""
+    n = len(voffs) - 1
+    p = 0
+    for i in range(n):
+        if kvalid[i]:
+            ka = koffs[i]
+            kl = koffs[i + 1] - ka
+        else:
+            ka = 0
+            kl = -1
+        if vvalid[i]:
+            va = voffs[i]
+            vl = voffs[i + 1] - va
+        else:
+            va = 0
+            vl = -1
+        td = tdelta[i]
+        body = (2 + _varint_size(td) + _varint_size(i) + _varint_size(kl) + max(kl, 0)
+                + _varint_size(vl) + max(vl, 0))
+        p = _put_varint(out, p, body)
+        out[p] = 0                     # attributes
+        p = _put_varint(out, p + 1, td)
+        p = _put_varint(out, p, i)
+        p = _put_varint(out, p, kl)
+        if kl > 0:
+            out[p:p + kl] = kdata[ka:ka + kl]
+            p += kl
+        p = _put_varint(out, p, vl)
+        if vl > 0:
+            out[p:p + vl] = vdata[va:va + vl]
+            p += vl
+        out[p] = 0                     # header count
+        p += 1
+    return p
+
+
+class Column:
+    """One binary column as the kernels take it: offsets (int32, n + 1), data (uint8), valid
+    (bool, n). Built from an Arrow binary array or a list of bytes/None."""
+
+    __slots__ = ("offsets", "data", "valid", "nbytes")
+
+    def __init__(self, offsets, data, valid):
+        self.offsets = offsets
+        self.data = data
+        self.valid = valid
+        self.nbytes = int(offsets[-1]) - int(offsets[0])
+
+    @classmethod
+    def from_arrow(cls, arr) -> "Column":
+        """arr: a pyarrow binary array (any offset/slice; null slots may span bytes)."""
+        n = len(arr)
+        bufs = arr.buffers()
+        offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+        data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and \
+            bufs[2].size else _EMPTY
+        valid = np.asarray(arr.is_valid()) if arr.null_count else _all_valid(n)
+        return cls(offsets, data, valid)
+
+    @classmethod
+    def from_list(cls, items) -> "Column":
+        """items: a list of bytes (or bytes-like) and None."""
+        n = len(items)
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        try:
+            lengths = np.fromiter(map(len, items), dtype=np.int64, count=n)
+            valid = _all_valid(n)
+        except TypeError:              # None among them
+            valid = np.fromiter((x is not None for x in items), dtype=np.bool_, count=n)
+            lengths = np.fromiter((len(x) if x is not None else 0 for x in items),
+                                  dtype=np.int64, count=n)
+            items = [x if x is not None else b"" for x in items]
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(items), dtype=np.uint8)
+        return cls(offsets, data, valid)
+
+    @classmethod
+    def nulls(cls, n: int) -> "Column":
+        return cls(np.zeros(n + 1, dtype=np.int32), _EMPTY, np.zeros(n, dtype=np.bool_))
+
+
+_EMPTY = np.zeros(0, dtype=np.uint8)
+_VALID_CACHE: list = [np.ones(0, dtype=np.bool_)]
+
+
+def _all_valid(n: int) -> np.ndarray:
+    """A read-only all-True mask of length n (one shared array, grown as needed)."""
+    arr = _VALID_CACHE[0]
+    if len(arr) < n:
+        arr = np.ones(max(n, 2 * len(arr)), dtype=np.bool_)
+        arr.flags.writeable = False
+        _VALID_CACHE[0] = arr
+    return arr[:n]
+
+
+def encode_records_columns(keys: Column, values: Column, tdelta: np.ndarray):
+    """Records section (a uint8 array) for headerless records given as columns."""
+    n = len(values.valid)
+    out = np.empty(keys.nbytes + values.nbytes + MAX_RECORD_OVERHEAD * n, dtype=np.uint8)
+    end = encode_columns(keys.offsets, keys.data, keys.valid, values.offsets, values.data,
+                         values.valid, tdelta, out)
+    return out[:end]
