@@ -359,9 +359,10 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
             b.keys = keys.slice(lo, hi - lo) if keys is not None else \
                 pa.nulls(hi - lo, pa.binary())
             ts = timestamps if isinstance(timestamps, int) else timestamps[lo:hi]
-        else:
-            b.values = values.take(sel)
-            b.keys = keys.take(sel)
+        else:   # the encoder reads the selected rows in place (no take() copy)
+            from ...protocol.records.kernels import ArrowRows
+            b.values = ArrowRows(values, sel)
+            b.keys = ArrowRows(keys, sel)
             ts = timestamps if isinstance(timestamps, int) else timestamps[sel]
     elif sel is None:
         b.values = values[lo:hi]

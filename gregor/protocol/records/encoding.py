@@ -285,22 +285,31 @@ def _encode_records_small_nulls(timestamps, keys, values, base_timestamp: int) -
 
 
 def is_arrow(x) -> bool:
-    return type(x).__module__.startswith("pyarrow")
+    """A pyarrow array, or selected rows of one (kernels.ArrowRows)?"""
+    return type(x).__module__.startswith("pyarrow") or type(x).__name__ == "ArrowRows"
 
 
 def encode_records_arrow(timestamps, keys, values, base_timestamp: int):
     """Records section of headerless records whose values (and keys, unless None) are pyarrow
-    binary arrays: the compiled kernel reads the Arrow buffers directly."""
-    from .kernels import Column, encode_records_columns
+    binary arrays or ArrowRows selections of them (keys and values then select the same
+    rows): the compiled kernel reads the Arrow buffers in place. Returns a memoryview of a
+    per-thread scratch buffer (see encode_records)."""
+    from .kernels import ArrowRows, Column, encode_records_columns
     n = len(values)
+    rows = None
+    if isinstance(values, ArrowRows):
+        rows, values = values.rows, values.array
+        keys = keys.array if isinstance(keys, ArrowRows) else keys
     vcol = Column.from_arrow(values)
-    kcol = Column.nulls(n) if keys is None else (
-        Column.from_arrow(keys) if is_arrow(keys) else Column.from_list(keys))
+    if keys is None or (not is_arrow(keys) and keys.count(None) == len(keys)):
+        kcol = Column.nulls(len(values))
+    else:
+        kcol = Column.from_arrow(keys) if is_arrow(keys) else Column.from_list(keys)
     if isinstance(timestamps, (int, np.integer)):
         tdelta = np.full(n, int(timestamps) - base_timestamp, dtype=np.int64)
     else:
         tdelta = np.asarray(timestamps, dtype=np.int64) - base_timestamp
-    return memoryview(encode_records_columns(kcol, vcol, tdelta))
+    return memoryview(encode_records_columns(kcol, vcol, tdelta, rows, _scratch_array))
 
 
 def encode_records(timestamps, keys, values, headers, base_timestamp: int):

@@ -42,14 +42,14 @@ def _put_varint(out, p, v):
 
 
 @njit(cache=True, nogil=True)
-def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, tdelta, out):
-    """Write the records section of len(voffs) - 1 headerless records into out (sized at
-    least data bytes + MAX_RECORD_OVERHEAD per record); return the bytes written. tdelta
-    holds each record's timestamp minus the batch's base timestamp; offset deltas are
-    0, 1, 2, ..."""
-    n = len(voffs) - 1
+def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out):
+    """Write the records section of headerless records into out (sized at least their data
+    bytes + MAX_RECORD_OVERHEAD per record); return the bytes written. Record j is row
+    rows[j] of the columns (so a selection needs no copy of the columns first); tdelta[j] is
+    its timestamp minus the batch's base timestamp; offset deltas are 0, 1, 2, ..."""
     p = 0
-    for i in range(n):
+    for j in range(len(rows)):
+        i = rows[j]
         if kvalid[i]:
             ka = koffs[i]
             kl = koffs[i + 1] - ka
@@ -62,13 +62,13 @@ def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, tdelta, out):
         else:
             va = 0
             vl = -1
-        td = tdelta[i]
-        body = (2 + _varint_size(td) + _varint_size(i) + _varint_size(kl) + max(kl, 0)
+        td = tdelta[j]
+        body = (2 + _varint_size(td) + _varint_size(j) + _varint_size(kl) + max(kl, 0)
                 + _varint_size(vl) + max(vl, 0))
         p = _put_varint(out, p, body)
         out[p] = 0                     # attributes
         p = _put_varint(out, p + 1, td)
-        p = _put_varint(out, p, i)
+        p = _put_varint(out, p, j)
         p = _put_varint(out, p, kl)
         if kl > 0:
             out[p:p + kl] = kdata[ka:ka + kl]
@@ -141,10 +141,35 @@ def _all_valid(n: int) -> np.ndarray:
     return arr[:n]
 
 
-def encode_records_columns(keys: Column, values: Column, tdelta: np.ndarray):
-    """Records section (a uint8 array) for headerless records given as columns."""
-    n = len(values.valid)
-    out = np.empty(keys.nbytes + values.nbytes + MAX_RECORD_OVERHEAD * n, dtype=np.uint8)
+class ArrowRows:
+    """Rows `rows` (int64 indices, in order) of a pyarrow binary array, standing in for the
+    array that `array.take(rows)` would copy: the encoder reads the selected rows in place."""
+
+    __slots__ = ("array", "rows")
+
+    def __init__(self, array, rows: np.ndarray):
+        self.array = array
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def to_pylist(self) -> list:
+        return self.array.take(self.rows).to_pylist()
+
+
+def encode_records_columns(keys: Column, values: Column, tdelta: np.ndarray,
+                           rows: np.ndarray | None = None, alloc=None):
+    """Records section (a uint8 array) for headerless records given as columns: all rows
+    in order, or the selected `rows`. alloc(nbytes) may supply the output array (a reused
+    scratch buffer); by default a new one."""
+    if rows is None:
+        rows = np.arange(len(values.valid), dtype=np.int64)
+        nbytes = keys.nbytes + values.nbytes
+    else:
+        nbytes = int(np.diff(keys.offsets)[rows].sum() + np.diff(values.offsets)[rows].sum())
+    size = nbytes + MAX_RECORD_OVERHEAD * len(rows)
+    out = np.empty(size, dtype=np.uint8) if alloc is None else alloc(size)
     end = encode_columns(keys.offsets, keys.data, keys.valid, values.offsets, values.data,
-                         values.valid, tdelta, out)
+                         values.valid, rows, tdelta, out)
     return out[:end]

@@ -27,7 +27,8 @@ def test_kernel_matches_the_python_encoder(rows, cut):
     base = ts[0]
     expected = encode_records_loop(ts, keys, values, None, base)
     tdelta = np.array(ts, dtype=np.int64) - base
-    from_lists = encode_records_columns(Column.from_list(keys), Column.from_list(values), tdelta)
+    from_lists = encode_records_columns(Column.from_list(keys), Column.from_list(values),
+                                        tdelta)
     assert from_lists.tobytes() == expected
     # Arrow arrays, sliced so that offsets do not start at 0 and the buffers hold more.
     pad = [b"pad"] * cut
@@ -70,3 +71,17 @@ def test_arrow_and_list_inputs_build_the_same_batch():
     hdrs = [[("h", b"1")], None, None, None]
     assert build_batch_bulk(pa.array(keys, pa.binary()), pa.array(values, pa.binary()), ts,
                             headers=hdrs) == build_batch_bulk(keys, values, ts, headers=hdrs)
+
+
+def test_selected_rows_encode_like_the_taken_arrays():
+    from gregor.protocol.records.kernels import ArrowRows
+    keys = pa.array([b"k%d" % i if i % 4 else None for i in range(50)], pa.binary())
+    values = pa.array([b"v" * i if i % 9 else None for i in range(50)], pa.binary())
+    rows = np.array([3, 4, 9, 10, 27, 49], dtype=np.int64)
+    ts = np.arange(50, dtype=np.int64)[rows] * 1000
+    expected = build_batch_bulk(keys.take(rows), values.take(rows), ts)
+    assert build_batch_bulk(ArrowRows(keys, rows), ArrowRows(values, rows), ts) == expected
+    hdrs = [[("h", b"%d" % i)] for i in range(len(rows))]
+    assert build_batch_bulk(ArrowRows(keys, rows), ArrowRows(values, rows), ts, headers=hdrs) \
+        == build_batch_bulk(keys.take(rows).to_pylist(), values.take(rows).to_pylist(), ts,
+                            headers=hdrs)
