@@ -104,7 +104,7 @@ def _murmur2_columns(offsets, data, num_partitions, out):
 def murmur2_partitions_arrow(keys, num_partitions: int) -> np.ndarray:
     """Java's default partition for each key of a pyarrow binary array without nulls,
     read straight from its buffers (int64 array)."""
-    from ...protocol.records.kernels import Column
+    from ...protocol.records.kernels import Column, kernel_args
     col = Column.from_arrow(keys)
-    return _murmur2_columns(col.offsets, col.data, num_partitions,
+    return _murmur2_columns(*kernel_args(col.offsets, col.data), num_partitions,
                             np.empty(len(keys), dtype=np.int64))

@@ -170,6 +170,19 @@ def encode_records_columns(keys: Column, values: Column, tdelta: np.ndarray,
         nbytes = int(np.diff(keys.offsets)[rows].sum() + np.diff(values.offsets)[rows].sum())
     size = nbytes + MAX_RECORD_OVERHEAD * len(rows)
     out = np.empty(size, dtype=np.uint8) if alloc is None else alloc(size)
-    end = encode_columns(keys.offsets, keys.data, keys.valid, values.offsets, values.data,
-                         values.valid, rows, tdelta, out)
+    end = encode_columns(*kernel_args(keys.offsets, keys.data, keys.valid, values.offsets,
+                                 values.data, values.valid, rows, tdelta), out)
     return out[:end]
+
+
+def kernel_args(*arrays):
+    """The arrays as read-only, C-contiguous views: numba compiles one version of a kernel
+    per combination of array flags, so inputs are made uniform to keep that to one."""
+    out = []
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        if a.flags.writeable:
+            a = a.view()
+            a.flags.writeable = False
+        out.append(a)
+    return out
