@@ -31,7 +31,9 @@ class Validated:
 
 def validate_records(records, request_version: int, topic_config: dict, now_ms: int) -> Validated:
     """The bytes to append for one partition; raises CorruptMessageError, InvalidRecordError,
-    MessageTooLargeError or InvalidTimestampError (Kafka's per-partition errors)."""
+    MessageTooLargeError or InvalidTimestampError (Kafka's per-partition errors). records may
+    be bytes or a memoryview of the request (the server does not copy them out); v2 batches
+    are appended from it as they are."""
     max_message = int(topic_config.get("max.message.bytes", 1048588))
     if not records:
         raise InvalidRecordError("the produce request carries no record batch for this "
@@ -47,7 +49,8 @@ def validate_records(records, request_version: int, topic_config: dict, now_ms: 
         if request_version >= 3:
             raise InvalidRecordError(f"Produce v{request_version} must carry record batches "
                                      f"with magic 2, not magic {magic} message sets")
-        return _up_convert(records, max_message, topic_config, now_ms)
+        # legacy message sets are rare and rebuilt anyway: give that code plain bytes
+        return _up_convert(bytes(records), max_message, topic_config, now_ms)
     if request_version < 3:
         raise InvalidRecordError(f"Produce v{request_version} carries magic 0/1 message sets; "
                                  "record batches (magic 2) need Produce v3 or later")

@@ -173,13 +173,20 @@ class Connection(asyncio.Protocol):
             if self.closed or not data:
                 return
         buf = self.buf
-        buf += data
-        pos, n = 0, len(buf)
+        if buf or type(data) is not bytes:
+            buf += data
+            src = buf
+        else:
+            # Nothing pending: cut frames straight from the received bytes, which are
+            # immutable, so frames and the records in them can be views, not copies; only
+            # an incomplete small frame at the end is kept (copied) in buf.
+            src = data
+        pos, n = 0, len(src)
         max_size = srv.max_request_bytes
         while n - pos >= 4 and not self.stopped_reading:
-            size = _SIZE.unpack_from(buf, pos)[0]
+            size = _SIZE.unpack_from(src, pos)[0]
             if size < 0 or size > max_size:
-                self._hostile_size(size, bytes(buf[pos:pos + 4]))
+                self._hostile_size(size, bytes(src[pos:pos + 4]))
                 return
             end = pos + 4 + size
             if end > n:
@@ -194,20 +201,29 @@ class Connection(asyncio.Protocol):
                     self._reserved = size
                     # Collect the rest as a list of chunks: only the bytes received are
                     # held, and the frame is copied once when complete.
-                    with memoryview(buf) as view:
-                        self._chunks = [bytes(view[pos + 4:n])]
+                    if src is buf:
+                        with memoryview(buf) as view:
+                            self._chunks = [bytes(view[pos + 4:n])]
+                    else:
+                        self._chunks = [memoryview(src)[pos + 4:n]]
                     self._have = n - pos - 4
                     self._size = size
                     pos = n
                 break
-            with memoryview(buf) as view:       # one copy, not two
-                frame = bytes(view[pos + 4:end])
+            if src is buf:
+                with memoryview(buf) as view:       # one copy, not two
+                    frame = bytes(view[pos + 4:end])
+            else:
+                frame = memoryview(src)[pos + 4:end]
             pos = end
             self._handle_frame(frame)
             if self.closed:
                 return
-        if pos:
-            del buf[:pos]
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < n:
+            buf += memoryview(src)[pos:]
 
     # -- requests -------------------------------------------------------------------------
 
@@ -245,7 +261,8 @@ class Connection(asyncio.Protocol):
                        f"v{handler.min_version}-v{handler.max_version}")
             return
         try:
-            header, body = decode_request(handler.api, frame)
+            # records fields (Produce) stay views of the frame: no copy of the batches
+            header, body = decode_request(handler.api, frame, view_records=True)
         except (DecodeError, ValueError, UnicodeDecodeError) as e:
             self.close(f"sent a {handler.api.name} v{version} request that does not decode: {e}")
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .primitives import DecodeError, Reader, Writer
+from .primitives import DecodeError, Reader, ViewReader, Writer
 from .schema import Api
 
 _SIZE = struct.Struct(">i")
@@ -90,13 +90,15 @@ def decode_response(api: Api, version: int, data) -> tuple[int, dict]:
     return corr, body
 
 
-def decode_request(api: Api, data) -> tuple[RequestHeader, dict]:
-    """Header and body of a request frame (without size prefix) whose api_key is api.key."""
+def decode_request(api: Api, data, *, view_records: bool = False) -> tuple[RequestHeader, dict]:
+    """Header and body of a request frame (without size prefix) whose api_key is api.key.
+    view_records: records fields are memoryviews into data instead of copies (data must then
+    be immutable: bytes or a view of bytes)."""
     api_key, version, _ = peek_request_header(data)
     if api_key != api.key:
         raise DecodeError(f"request has api_key {api_key}, expected {api.key} ({api.name})")
     _check_version(api, version)
-    r = Reader(data)
+    r = ViewReader(data) if view_records else Reader(data)
     hdr = read_request_header(r, api.request_header_version(version))
     body = api.request_codec(version)._dec(r)
     if r.pos != r.end:

@@ -168,6 +168,10 @@ class Reader:
         p = self._need(n)
         return bytes(self.buf[p:p + n])
 
+    def records(self, compact: bool = False) -> bytes | None:
+        """A nullable records field (record batches / message sets): a copy of its bytes."""
+        return self.bytes_(compact, True)
+
     def array_count(self, compact: bool = False, nullable: bool = False) -> int:
         """Element count (-1 for null). Never larger than the bytes left, since
         every element of every Kafka array occupies at least one byte."""
@@ -179,6 +183,24 @@ class Reader:
         if n > self.end - self.pos:
             raise DecodeError(f"array of {n} elements cannot fit in {self.end - self.pos} bytes")
         return n
+
+
+class ViewReader(Reader):
+    """A Reader whose records fields are memoryviews of the buffer, not copies: the broker
+    decodes produce requests with it, so the (often 1 MiB) record batches are not copied out
+    of the frame. Only for immutable buffers (bytes, or views of bytes): a view must not
+    change under whoever keeps it."""
+
+    __slots__ = ()
+
+    def records(self, compact: bool = False) -> memoryview | None:
+        n = self.uvarint() - 1 if compact else self.int32()
+        if n < 0:
+            if n == -1:
+                return None
+            raise DecodeError(f"invalid bytes length {n}")
+        p = self._need(n)
+        return memoryview(self.buf)[p:p + n]
 
 
 class Writer:

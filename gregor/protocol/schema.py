@@ -131,7 +131,7 @@ def _prim_reader(t: str, flex: bool, nullable: bool) -> Callable[[Reader], Any]:
     if t == "bytes":
         return lambda r: r.bytes_(flex, nullable)
     if t == "records":
-        return lambda r: r.bytes_(flex, True)
+        return lambda r: r.records(flex)
     raise AssertionError(t)
 
 

@@ -9,7 +9,7 @@ from gregor.broker.broker import Broker
 from gregor.broker.config import BrokerConfig
 from gregor.broker.server import RequestContext
 from gregor.protocol import messages
-from gregor.protocol.header import RequestHeader
+from gregor.protocol.header import RequestHeader, decode_request, encode_request
 from gregor.protocol.records.batch import decode_batches, encode_batch
 
 
@@ -33,8 +33,7 @@ async def call(broker, api_name: str, version: int, body: dict):
     """Encode body at version, decode it as the server would, run the handler, await a delayed
     result, and check the response encodes. Returns the response dict (or the sentinel)."""
     api = messages.api(api_name)
-    codec = api.request_codec(version)
-    request = codec.decode(codec.encode(body))
+    request = _as_the_server_decodes(api, version, body)
     ctx = RequestContext(None, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
     result = broker.handlers[api.key].handle(ctx, request)
     if isinstance(result, asyncio.Future):
@@ -48,10 +47,16 @@ async def call(broker, api_name: str, version: int, body: dict):
 def start_call(broker, api_name: str, version: int, body: dict):
     """Like call() but returns the handler's raw result (a Future when it waits)."""
     api = messages.api(api_name)
-    codec = api.request_codec(version)
-    request = codec.decode(codec.encode(body))
+    request = _as_the_server_decodes(api, version, body)
     ctx = RequestContext(None, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
     return broker.handlers[api.key].handle(ctx, request)
+
+
+def _as_the_server_decodes(api, version: int, body: dict) -> dict:
+    """The request body as the server hands it to handlers: records fields are memoryviews of
+    the received frame, not bytes."""
+    frame = encode_request(api, version, 1, "test", body)
+    return decode_request(api, memoryview(frame)[4:], view_records=True)[1]
 
 
 def batch(*values, key=b"k", ts=None, **kw) -> bytes:

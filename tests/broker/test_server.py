@@ -285,3 +285,41 @@ def test_large_requests_share_a_memory_budget():
         w1.close()
         w2.close()
     run_with_server(scenario, max_request_bytes=200_000, max_buffered_bytes=300_000)
+
+
+def test_records_reach_the_handler_intact_whatever_the_reads():
+    """Produce records arrive as views of received bytes (no copy): every split of the stream
+    must give the handler the exact bytes, and views kept past later reads must not change."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    payloads = [bytes([i]) * n for i, n in enumerate((10, 70_000, 3, 300_000, 5000, 1))]
+    frames = [encode_request(PRODUCE, 8, i, "t", {
+        "transactional_id": None, "acks": 1, "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": p}]}]})
+        for i, p in enumerate(payloads)]
+    stream = b"".join(frames)
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(st.integers(min_value=1, max_value=len(stream) - 1), max_size=10))
+    def check(cuts):
+        cuts = sorted(set(cuts))
+        kept = []
+
+        def produce(ctx, req):
+            kept.append(req["topic_data"][0]["partition_data"][0]["records"])
+            return {"responses": []}
+
+        async def scenario(srv, port):
+            srv.handlers[0] = Handler(PRODUCE, 3, 8, produce)
+            reader, writer = await open_conn(port)
+            for a, b in zip([0] + cuts, cuts + [len(stream)]):
+                writer.write(stream[a:b])
+                await writer.drain()
+            corrs = [(await read_response(reader, PRODUCE, 8))[0] for _ in frames]
+            assert corrs == list(range(len(frames)))
+            assert [bytes(r) for r in kept] == payloads
+            writer.close()
+        run_with_server(scenario)
+
+    check()

@@ -38,6 +38,23 @@ def test_bytearray_is_patched_in_place_and_several_batches_append_at_once(log):
     assert read_all(log, 1) == bytes(data)
 
 
+def test_a_memoryview_of_a_request_is_appended_without_changing_it(log):
+    # the broker appends produce records as a view into the request frame
+    log.append(make_batch(1))
+    batches = make_batch(2) + make_batch(4)
+    frame = b"request header" + batches + b"more of the request"
+    view = memoryview(frame)[14:14 + len(batches)]
+    info = log.append(view)
+    assert (info.base_offset, info.last_offset) == (1, 6)
+    assert bytes(view) == batches                   # the frame itself is left alone
+    stored = split_batches(read_all(log, 1))
+    assert [parse_header(x).base_offset for x in stored] == [1, 3]
+    assert all(crc_ok(x, 0, parse_header(x)) for x in stored)
+    stamped = log.append(memoryview(frame)[14:14 + len(batches)],
+                         timestamp_type="LogAppendTime", now_ms=99)
+    assert stamped.log_append_time_ms == 99 and bytes(view) == batches
+
+
 def test_log_append_time(log):
     info = log.append(make_batch(2, timestamp=5), timestamp_type="LogAppendTime", now_ms=777)
     assert info.log_append_time_ms == 777

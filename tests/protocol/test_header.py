@@ -102,3 +102,39 @@ def test_header_decode_errors():
         decode_response(HEARTBEAT, 4, b"\x00\x00\x00\x01")  # flexible header without tags
     with pytest.raises(DecodeError, match="not supported"):
         decode_response(HEARTBEAT, 9, b"\x00\x00\x00\x01")
+
+
+# --- records fields as views (what the broker decodes produce requests with) ----------------
+
+PRODUCE = messages.api("Produce")
+
+
+def _produce_body(version, records_list):
+    req = {"transactional_id": None, "acks": 1, "timeout_ms": 1000,
+           "topic_data": [{"name": "t", "partition_data": [
+               {"index": i, "records": r} for i, r in enumerate(records_list)]}]}
+    return encode_request(PRODUCE, version, 1, "c", req)[4:]
+
+
+@pytest.mark.parametrize("version", [3, 8, 9])
+def test_view_records_are_views_of_the_frame_with_the_same_bytes(version):
+    batches = [b"x" * 1000, b"", None, bytes(range(256))]
+    body = _produce_body(version, batches)
+    _, copied = decode_request(PRODUCE, body)
+    _, viewed = decode_request(PRODUCE, body, view_records=True)
+    got = [pd["records"] for pd in viewed["topic_data"][0]["partition_data"]]
+    assert [pd["records"] for pd in copied["topic_data"][0]["partition_data"]] == batches
+    assert got[2] is None
+    assert all(isinstance(r, memoryview) for i, r in enumerate(got) if i != 2)
+    assert [None if r is None else bytes(r) for r in got] == batches
+    assert got[0].obj is body                     # no copy: a window on the frame itself
+
+
+def test_view_records_refuse_what_copies_refuse():
+    body = bytearray(_produce_body(8, [b"abc"]))
+    at = bytes(body).index(b"abc") - 4
+    for bad_len in (-2, 4, 1 << 30):            # invalid, past the end, huge
+        struct.pack_into(">i", body, at, bad_len)
+        for view in (False, True):
+            with pytest.raises(DecodeError):
+                decode_request(PRODUCE, bytes(body), view_records=view)

@@ -57,7 +57,7 @@ def decode_headers(data: bytes, p: int, rec_end: int) -> tuple[list, int]:
         if n < 0 or p + n > rec_end:
             raise CorruptRecordsError(f"invalid header key length {n}")
         try:
-            hk = data[p:p + n].decode("utf-8")
+            hk = str(data[p:p + n], "utf-8")      # data may be bytes or a memoryview
         except UnicodeDecodeError:
             raise CorruptRecordsError("header key is not valid UTF-8") from None
         p += n

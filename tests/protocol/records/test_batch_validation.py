@@ -3,6 +3,7 @@ accept and refuse the same bytes, and decode them the same."""
 from __future__ import annotations
 
 import random
+import struct
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from gregor.protocol.primitives import DecodeError
 from gregor.protocol.records import batch as batch_module
 from gregor.protocol.records import fields, validation
 from gregor.protocol.records.batch import decode_batch, encode_batch, validate_batch
-from gregor.protocol.records.header import HEADER_SIZE, parse_header
+from gregor.protocol.records.header import CRC_OFFSET, HEADER_SIZE, compute_crc, parse_header
 
 ALLOWED = (DecodeError, CorruptMessageError, InvalidRecordError)
 
@@ -146,3 +147,38 @@ def test_vector_decode_and_loop_decode_agree_on_damaged_sections():
             assert a == b
         refused += a == "refused"
     assert refused > 100
+
+
+# --- a batch given as a memoryview (the broker's produce path) is judged like bytes ---------
+
+def _validated(buf):
+    try:
+        return validate_batch(buf, from_client=True).records_count
+    except ALLOWED as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("shape", ["uniform", "mixed", "headers", "compressed"])
+def test_memoryview_batches_are_validated_like_bytes(shape):
+    n = 700
+    rnd = random.Random(len(shape))
+    recs = [(1000 + (0 if shape == "uniform" else rnd.randint(0, 5000)),
+             b"k" * (10 if shape == "uniform" else rnd.randint(0, 12)),
+             b"v" * (100 if shape == "uniform" else rnd.randint(0, 200)),
+             [("h", b"x")] if shape == "headers" and i % 7 == 0 else None)
+            for i in range(n)]
+    good = encode_batch(recs, compression=3 if shape == "compressed" else 0)
+    outcomes = set()
+    for trial in range(150):
+        buf = bytearray(good)
+        if trial:
+            pos = rnd.randrange(HEADER_SIZE, len(buf))
+            buf[pos] = rnd.getrandbits(8)
+            # keep the CRC right, so the damage reaches the record walk
+            struct.pack_into(">I", buf, CRC_OFFSET, compute_crc(buf, 0, len(buf)))
+        framed = b"\0" * 5 + bytes(buf)          # a view into a larger frame, as the broker has
+        a = _validated(bytes(buf))
+        b = _validated(memoryview(framed)[5:])
+        assert a == b
+        outcomes.add(a == n)
+    assert outcomes == {True, False}             # both accepted and refused batches were seen
