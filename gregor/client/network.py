@@ -20,7 +20,8 @@ import time
 from typing import Callable
 
 from ..protocol import messages
-from ..protocol.header import decode_response, encode_request
+from ..protocol.header import decode_response
+from .frames import FramePieces, request_frame
 from .config import COMMON_OPTIONS, bootstrap_list, check_common, parse_config
 from .connection import (API_VERSIONS as _API_VERSIONS, CONNECTING, DISCONNECTED,
                          NEGOTIATING, READY, Connection, InFlightRequest)
@@ -241,7 +242,7 @@ class NetworkClient(BlockingRequests):
     def _enqueue(self, c, api, version, body, callback, expect_response, now, internal=False,
                  timeout=None):
         self._corr = corr = (self._corr + 1) & 0x7FFFFFFF
-        frame = encode_request(api, version, corr, self.client_id, body)
+        frame = request_frame(api, version, corr, self.client_id, body)
         deadline = now + (self.request_timeout if timeout is None else timeout)
         req = InFlightRequest(c.node_id, api, version, corr, body, callback, expect_response,
                               now, deadline, internal)
@@ -279,7 +280,9 @@ class NetworkClient(BlockingRequests):
         try:
             while out:
                 frame = out[0]
-                if c.out_pos:
+                if type(frame) is FramePieces:
+                    n = c.sock.sendmsg(frame.rest(c.out_pos))
+                elif c.out_pos:
                     n = c.sock.send(memoryview(frame)[c.out_pos:])
                 else:
                     n = c.sock.send(frame)

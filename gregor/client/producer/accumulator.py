@@ -12,16 +12,19 @@ import threading
 import time
 
 from ..errors import KafkaTimeoutError, ProducerClosedError
-from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, FutureRecordMetadata, ProducerBatch
+from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch, future_for
 from .staging import KeyedStage, distribute
 
 
 # Python-side bytes a queued record costs beyond its wire size: three list slots (24), the
-# timestamp int (32) and the headers of the key and value bytes objects (2 x 33). Charged to
+# timestamp int (32) and the headers of the key and value bytes objects (2 x 33). (send()'s
+# batches keep the timestamp as a double now, 8 bytes: this errs on the safe side.) Charged to
 # the BufferPool when a batch stops taking records, so buffer.memory bounds real memory.
 PY_RECORD_OVERHEAD = 122
-# What an encoded batch keeps per record: its timestamp (a list slot and an int object).
-TIMESTAMP_OVERHEAD = 40
+# What an encoded batch keeps per record: its timestamp (a double in send()'s batches; a
+# list slot and an int object in send_batch's lists).
+TIMESTAMP_OVERHEAD = 8
+LIST_TIMESTAMP_OVERHEAD = 40
 
 
 def estimate_record_size(key, value, headers) -> int:
@@ -33,6 +36,13 @@ def estimate_record_size(key, value, headers) -> int:
     return n
 
 
+# A keyed stage holds up to this many batch.size worth of records per partition before it
+# is distributed. Distributing has a fixed cost (~40 numpy calls, ~60 us) besides its
+# per-record work: at 1 batch per partition (~130 records of 110 B each) that fixed part was
+# ~80 ns a record, at 4 ~20 (benchmarks/bench_producer_send.py). A stage still leaves after
+# linger.ms at the latest, so records wait no longer than with batch.size-sized batches; the
+# batches it makes are up to 4 x batch.size, like the merges under back-pressure.
+STAGE_BATCHES = 4
 # Largest batch that merging makes: Kafka's default message.max.bytes (1 MiB + 12) with room
 # to spare, so a broker with default limits never refuses a merged batch.
 MERGE_LIMIT = 1_000_000
@@ -49,7 +59,7 @@ def _stage_put(st: KeyedStage, rec, timestamp, key, value, callback):
         if st.callbacks is None:
             st.callbacks = []
         st.callbacks.append((i, callback))
-    return FutureRecordMetadata(st.result, i)
+    return future_for(st.result, i)
 
 
 def _fresh(b: ProducerBatch) -> bool:
@@ -119,15 +129,17 @@ class RecordAccumulator:
 
     def _grow_open(self, b: ProducerBatch) -> bool:
         """Under back-pressure (batches already wait ahead of the open one) the drain would
-        merge the next batch into this one anyway: let the open batch grow by batch.size
-        instead of opening another, which saves the per-batch work. Never blocks."""
+        merge the next batch into this one anyway: let the open batch grow instead of opening
+        another, which saves the per-batch work. It doubles (by at least batch.size), so a
+        1 MB batch takes ~6 trips through send()'s slow path, not ~60. Never blocks."""
         limit = min(MERGE_LIMIT, self.pool.total // 8)
-        if not _fresh(b) or b.max_bytes + self.batch_size > limit:
+        step = min(max(self.batch_size, b.max_bytes), limit - b.max_bytes)
+        if not _fresh(b) or step < self.batch_size:
             return False
-        if not self.pool.try_allocate(self.batch_size):
+        if not self.pool.try_allocate(step):
             return False
-        b.max_bytes += self.batch_size
-        b.reserved += self.batch_size
+        b.max_bytes += step
+        b.reserved += step
         return True
 
     def _close_open(self, topic: str, partition: int) -> None:
@@ -212,11 +224,12 @@ class RecordAccumulator:
                         if st.callbacks is None:
                             st.callbacks = []
                         st.callbacks.append((i, callback))
-                    return FutureRecordMetadata(st.result, i), None
+                    return future_for(st.result, i), None
                 self._flush_stage(topic)
         if self.closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
-        cap = max(min(self.batch_size * n, MERGE_LIMIT), rec + BATCH_OVERHEAD)
+        cap = max(min(STAGE_BATCHES * self.batch_size * n, MERGE_LIMIT, self.pool.total // 8),
+                  min(self.batch_size * n, MERGE_LIMIT), rec + BATCH_OVERHEAD)
         self.pool.allocate(cap, max_block_s)
         with self.lock:
             if self.closed:
@@ -384,7 +397,8 @@ class RecordAccumulator:
     def account_encoded(self, b: ProducerBatch) -> None:
         """From now on the batch holds its encoded bytes and its timestamps list: make the
         pool reservation say so, and let the per-record objects go."""
-        held = len(b.data) + TIMESTAMP_OVERHEAD * b.record_count
+        per = LIST_TIMESTAMP_OVERHEAD if type(b.timestamps) is list else TIMESTAMP_OVERHEAD
+        held = len(b.data) + per * b.record_count
         delta = b.reserved - held
         if delta > 0:
             self.pool.deallocate(delta)
