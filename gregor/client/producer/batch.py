@@ -323,7 +323,7 @@ class ProducerBatch:
         self.data = build_batch_bulk(self.keys, self.values, ts, self.compression,
                                      headers=self.headers, producer_id=self.producer_id,
                                      producer_epoch=self.producer_epoch,
-                                     base_sequence=self.base_sequence)
+                                     base_sequence=self.base_sequence, mutable=True)
         return self.data
 
     def release_records(self) -> None:
@@ -334,12 +334,14 @@ class ProducerBatch:
 
     def rewrite_producer_fields(self) -> None:
         """Put the current producer id / epoch / base sequence into the encoded batch (after
-        an epoch bump) without re-encoding its records."""
-        buf = bytearray(self.data)
+        an epoch bump) without re-encoding its records. In place: close() made data a
+        bytearray, and a batch is rewritten only between sends, never while a request holds
+        its bytes."""
+        buf = self.data if type(self.data) is bytearray else bytearray(self.data)
         _PRODUCER_FIELDS.pack_into(buf, PRODUCER_ID_OFFSET, self.producer_id,
                                    self.producer_epoch, self.base_sequence)
         _CRC.pack_into(buf, CRC_OFFSET, compute_crc(buf, 0, len(buf)))
-        self.data = bytes(buf)
+        self.data = buf
         self.stale = False
 
     def records_for_split(self):

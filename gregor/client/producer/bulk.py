@@ -267,7 +267,7 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
                 sel = None if idx is None else idx[lo:hi]
                 batches.append(_make(producer, topic, p, values, keys, timestamps, headers,
                                      lo, hi, sel, size, deadline))
-    producer._network.wakeup()
+    _wake_sender(producer)
     return BulkSendResult(batches)
 
 
@@ -388,5 +388,13 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
         b.close()
         acc.account_encoded(b)
     acc.add_batch(b)
-    producer._network.wakeup()  # one wakeup per ~1 MiB batch: cheap, and the sender may sleep
+    _wake_sender(producer)
     return b
+
+
+def _wake_sender(producer) -> None:
+    """Wake the sender thread if it may be asleep past now (a full batch is ready at once).
+    While requests are in flight it looks at the queues every linger.ms anyway (see
+    Sender.run_once), and a wakeup is a syscall plus a GIL hand-off per batch."""
+    if producer._sender.idle_until > producer._clock():
+        producer._network.wakeup()

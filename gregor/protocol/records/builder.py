@@ -124,8 +124,9 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
                      base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1,
                      base_sequence: int = -1, transactional: bool = False,
                      partition_leader_epoch: int = -1,
-                     compression_level: int | None = None) -> bytes:
-    """One v2 batch from parallel sequences, encoded in a single vectorised pass.
+                     compression_level: int | None = None, mutable: bool = False) -> bytes:
+    """One v2 batch from parallel sequences, encoded in a single vectorised pass
+    (mutable=True: as a bytearray, see assemble_batch).
 
     keys: a sequence of bytes/None, or None for no keys at all; values: a sequence of
     bytes/None; timestamps: None (now), one int for every record, or a sequence (None items
@@ -164,4 +165,4 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
                           producer_epoch=producer_epoch, base_sequence=base_sequence,
                           transactional=transactional,
                           partition_leader_epoch=partition_leader_epoch,
-                          compression_level=compression_level)
+                          compression_level=compression_level, mutable=mutable)

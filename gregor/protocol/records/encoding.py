@@ -345,8 +345,10 @@ def assemble_batch(records_section, count: int, base_timestamp: int, max_timesta
                    producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                    transactional: bool = False, control: bool = False,
                    partition_leader_epoch: int = -1, last_offset_delta: int | None = None,
-                   compression_level: int | None = None) -> bytes:
-    """Wrap an encoded records section in a v2 batch header (compressing it if asked)."""
+                   compression_level: int | None = None, mutable: bool = False):
+    """Wrap an encoded records section in a v2 batch header (compressing it if asked).
+    mutable=True returns a bytearray (same cost): a producer then rewrites the producer
+    id / sequence fields in place at drain instead of copying the batch twice."""
     payload = records_section
     if compression:
         payload = compress(compression, records_section, compression_level)
@@ -363,4 +365,10 @@ def assemble_batch(records_section, count: int, base_timestamp: int, max_timesta
                       producer_epoch, base_sequence, count)
     crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
     head = _HEAD.pack(base_offset, 49 + len(payload), partition_leader_epoch, 2, crc)
+    if mutable:
+        out = bytearray(len(head) + len(tail) + len(payload))
+        out[:len(head)] = head
+        out[len(head):len(head) + len(tail)] = tail
+        out[len(head) + len(tail):] = payload
+        return out
     return b"".join((head, tail, payload))
