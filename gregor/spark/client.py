@@ -147,6 +147,12 @@ def _arrow_batch(rng: OffsetRange, pr, include_headers: bool) -> pa.RecordBatch:
                                       schema=arrow_read_schema(True))
 
 
+# Arrow data gathered before one round of send_batch calls: large enough that each partition
+# gets ~1 MiB record batches (the bulk path's cap) from 4-8 partitions; small enough to be
+# a modest, bounded buffer per Spark task.
+COALESCE_BYTES = 8 << 20
+
+
 class RecordWriter:
     """One idempotent gregor producer for one Spark task, fed through the producer's bulk path
     (send_batch: one call per topic and partition group of an Arrow batch, records encoded as
@@ -161,8 +167,27 @@ class RecordWriter:
         self._topic_option = topic_option
         self._results = []
         self.rows = 0
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_bytes = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Queue one Arrow batch; batches are sent together once COALESCE_BYTES have
+        gathered (and at close): Spark hands over ~10,000 rows at a time, and the cost per
+        produce request and per record batch (on both sides) is paid per call here."""
+        if batch.num_rows == 0:
+            return
+        self._pending.append(batch)
+        self._pending_bytes += batch.nbytes
+        if self._pending_bytes >= COALESCE_BYTES:
+            self._send_pending()
+
+    def _send_pending(self) -> None:
+        if not self._pending:
+            return
+        batches, self._pending, self._pending_bytes = self._pending, [], 0
+        self._send(batches[0] if len(batches) == 1 else pa.concat_batches(batches))
+
+    def _send(self, batch: pa.RecordBatch) -> None:
         value, key, topic, partition, headers = sink_columns(batch)
         n = batch.num_rows
         if n == 0:
@@ -187,6 +212,7 @@ class RecordWriter:
     def close(self) -> int:
         """Flush, surface the first failure, close. Returns rows written."""
         try:
+            self._send_pending()
             self._producer.flush()
             for r in self._results:
                 r.result()
