@@ -153,6 +153,33 @@ def _from_table(table):
     return values, keys, timestamps
 
 
+# Below this many records the fixed cost of the conversion (a dozen numpy/Arrow calls) is
+# not repaid.
+LIST_TO_ARROW_MIN = 1000
+
+
+def _list_to_arrow(items):
+    """A list of bytes/None as a pyarrow binary array over one joined buffer (no per-item
+    Arrow conversion), or None when the items are not all bytes/None (the list path then
+    converts or refuses them)."""
+    import numpy as np
+    import pyarrow as pa
+    from ...protocol.records.kernels import Column
+    first = next((x for x in items if x is not None), None)
+    if first is not None and type(first) is not bytes:
+        return None
+    try:
+        col = Column.from_list(items)
+    except TypeError:      # something other than bytes further on
+        return None
+    n = len(items)
+    validity = None
+    if not col.valid.all():
+        validity = pa.py_buffer(np.packbits(col.valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(col.offsets),
+                                                  pa.py_buffer(col.data)])
+
+
 def _arrow_binary(x):
     """x as one contiguous pyarrow binary array when it is a pyarrow binary/string array
     (chunked or not) that the compiled encoder can read; None when it is not."""
@@ -191,6 +218,14 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
         timestamps = tts if timestamps is None else timestamps
     # Arrow columns stay Arrow all the way to the compiled encoder (no per-record objects),
     # unless something needs Python values: headers, a custom partitioner, null keys.
+    if headers is None and type(values) is list and len(values) >= LIST_TO_ARROW_MIN and (
+            keys is None or (type(keys) is list and producer._builtin and None not in keys)):
+        # Lists of bytes take the compiled path too (measured: ~20% less CPU per record
+        # than the list encoders, and the encoding runs without the GIL).
+        arrow_values = _list_to_arrow(values)
+        arrow_keys = None if keys is None else _list_to_arrow(keys)
+        if arrow_values is not None and (keys is None or arrow_keys is not None):
+            values, keys = arrow_values, arrow_keys
     arrow_values = _arrow_binary(values) if headers is None else None
     arrow_keys = _arrow_binary(keys)
     if arrow_values is not None and (keys is None or arrow_keys is not None):

@@ -48,3 +48,13 @@ def test_compiled_murmur2_on_arrow_matches_the_reference(keys, n, cut):
     arr = pa.array([b"x"] * cut + keys, pa.binary()).slice(cut)
     assert murmur2_partitions_arrow(arr, n).tolist() == \
         [to_positive(murmur2(k)) % n for k in keys]
+
+
+def test_lists_take_the_arrow_path_exactly_when_they_hold_only_bytes():
+    from gregor.client.producer.bulk import _list_to_arrow
+    items = [b"a", None, b"", b"ccc" * 100]
+    arr = _list_to_arrow(items)
+    assert arr.to_pylist() == items and arr.null_count == 1
+    assert _list_to_arrow(["text", b"x"]) is None
+    assert _list_to_arrow([b"x", "text"]) is None
+    assert _list_to_arrow([None, None]).to_pylist() == [None, None]
