@@ -142,14 +142,15 @@ def encode_records_uniform(timestamps, keys, values, base_timestamp: int):
             return None
     except TypeError:        # a null value
         return None
-    if keys.count(None) == n:
+    try:
+        klens = list(map(len, keys))     # one pass; a null key raises
+    except TypeError:
+        if keys.count(None) != n:        # some keys null, some not
+            return None
         klen = -1
     else:
-        try:
-            klen = len(keys[0])
-            if list(map(len, keys)).count(klen) != n:
-                return None
-        except TypeError:    # some keys null, some not
+        klen = klens[0]
+        if klens.count(klen) != n:
             return None
     if isinstance(timestamps, int):
         tdz = np.full(n, timestamps - base_timestamp, dtype=np.int64)
