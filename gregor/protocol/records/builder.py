@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from ..compression import NONE, codec_id
-from .encoding import assemble_batch, encode_records
+from .encoding import assemble_arrow_batch, assemble_batch, encode_records, is_arrow
 from .header import HEADER_SIZE
 
 _RECORD_OVERHEAD = 12
@@ -159,6 +159,13 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
         raise ValueError(f"{len(headers)} header lists for {n} values")
     if headers is not None and isinstance(timestamps, np.ndarray):
         timestamps = timestamps.tolist()
+    if headers is None and is_arrow(values) and codec_id(compression) == NONE:
+        batch = assemble_arrow_batch(timestamps, keys, values, base_ts, max_ts,
+                                     base_offset=base_offset, producer_id=producer_id,
+                                     producer_epoch=producer_epoch, base_sequence=base_sequence,
+                                     transactional=transactional,
+                                     partition_leader_epoch=partition_leader_epoch)
+        return batch if mutable else bytes(batch)
     body = encode_records(timestamps, keys, values, headers, base_ts)
     return assemble_batch(body, n, base_ts, max_ts, base_offset=base_offset,
                           compression=codec_id(compression), producer_id=producer_id,

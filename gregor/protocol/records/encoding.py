@@ -290,7 +290,7 @@ def is_arrow(x) -> bool:
     return type(x).__module__.startswith("pyarrow") or type(x).__name__ == "ArrowRows"
 
 
-def encode_records_arrow(timestamps, keys, values, base_timestamp: int):
+def encode_records_arrow(timestamps, keys, values, base_timestamp: int, alloc=None):
     """Records section of headerless records whose values (and keys, unless None) are pyarrow
     binary arrays or ArrowRows selections of them (keys and values then select the same
     rows): the compiled kernel reads the Arrow buffers in place. Returns a memoryview of a
@@ -310,7 +310,39 @@ def encode_records_arrow(timestamps, keys, values, base_timestamp: int):
         tdelta = np.full(n, int(timestamps) - base_timestamp, dtype=np.int64)
     else:
         tdelta = np.asarray(timestamps, dtype=np.int64) - base_timestamp
-    return memoryview(encode_records_columns(kcol, vcol, tdelta, rows, _scratch_array))
+    return memoryview(encode_records_columns(kcol, vcol, tdelta, rows,
+                                             alloc or _scratch_array))
+
+
+_BATCH_HEADER = _HEAD.size + _TAIL.size      # 61 bytes before the records section
+
+
+def assemble_arrow_batch(timestamps, keys, values, base_timestamp: int, max_timestamp: int, *,
+                         base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1,
+                         base_sequence: int = -1, transactional: bool = False,
+                         partition_leader_epoch: int = -1) -> bytearray:
+    """An uncompressed batch of headerless records from Arrow columns (see
+    encode_records_arrow), the kernel writing the records straight into the batch's buffer:
+    no copy of the records section into a batch (assemble_batch's join)."""
+    buffers = []
+
+    def alloc(size):
+        buf = bytearray(_BATCH_HEADER + size)     # zero pages: only the used part is touched
+        buffers.append(buf)
+        return np.frombuffer(buf, dtype=np.uint8, offset=_BATCH_HEADER)
+    section = encode_records_arrow(timestamps, keys, values, base_timestamp, alloc)
+    end = len(section)
+    section.release()
+    del section                                   # no view of buf may remain before resizing
+    buf = buffers.pop()
+    del buf[_BATCH_HEADER + end:]
+    n = len(values)
+    attrs = TRANSACTIONAL_BIT if transactional else 0
+    _TAIL.pack_into(buf, _HEAD.size, attrs, n - 1, base_timestamp, max_timestamp, producer_id,
+                    producer_epoch, base_sequence, n)
+    crc = crc32c.crc32c(memoryview(buf)[_HEAD.size:])
+    _HEAD.pack_into(buf, 0, base_offset, 49 + end, partition_leader_epoch, 2, crc)
+    return buf
 
 
 def encode_records(timestamps, keys, values, headers, base_timestamp: int):

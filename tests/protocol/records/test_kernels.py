@@ -85,3 +85,20 @@ def test_selected_rows_encode_like_the_taken_arrays():
     assert build_batch_bulk(ArrowRows(keys, rows), ArrowRows(values, rows), ts, headers=hdrs) \
         == build_batch_bulk(keys.take(rows).to_pylist(), values.take(rows).to_pylist(), ts,
                             headers=hdrs)
+
+
+def test_in_place_arrow_batch_equals_the_assembled_one():
+    # Uncompressed Arrow batches are written straight into their buffer (no records copy):
+    # every header field must come out as assemble_batch writes it.
+    keys = [b"k%d" % i for i in range(300)]
+    values = [b"v" * (i % 50) if i % 7 else None for i in range(300)]
+    ts = [1_000 + 3 * i for i in range(300)]
+    kw = dict(producer_id=42, producer_epoch=3, base_sequence=99, transactional=True,
+              base_offset=7, partition_leader_epoch=5)
+    expected = build_batch_bulk(keys, values, ts, **kw)
+    got = build_batch_bulk(pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                           np.array(ts), mutable=True, **kw)
+    assert type(got) is bytearray and got == expected
+    assert type(build_batch_bulk(pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                                 np.array(ts), **kw)) is bytes
+    validate_batch(bytes(got), from_client=False)
