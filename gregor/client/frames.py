@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from ..protocol.header import encode_request
+from ..protocol.header import encode_request, write_request
 from ..protocol.primitives import Writer, encode_uvarint
 
 _SIZE = struct.Struct(">i")
@@ -17,7 +17,6 @@ _SIZE = struct.Struct(">i")
 _PIECE_MIN = 8192
 # sendmsg() takes at most IOV_MAX (1024 on Linux) buffers; the rest goes in the next call.
 _MAX_PIECES = 512
-_FRAME_HEAD = struct.Struct(">ihhi")  # size, api key, version, correlation id
 
 
 class _PieceWriter(Writer):
@@ -70,13 +69,7 @@ def request_frame(api, version: int, correlation_id: int, client_id, body):
     if api.name != "Produce":
         return encode_request(api, version, correlation_id, client_id, body)
     w = _PieceWriter()
-    w.raw(_FRAME_HEAD.pack(0, api.key, version, correlation_id))
-    hv = api.request_header_version(version)
-    if hv >= 1:
-        w.string(client_id, False, True)
-    if hv >= 2:
-        w.uvarint(0)
-    api.request_codec(version).encode(body, w)
+    write_request(w, api, version, correlation_id, client_id, body)
     if not w.pieces:
         _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
         return bytes(w.buf)

@@ -49,10 +49,10 @@ def _skip_tagged(r: Reader) -> None:
         r._need(r.uvarint())
 
 
-def encode_request(api: Api, version: int, correlation_id: int, client_id: str | None,
-                   body) -> bytes:
-    """A complete size-prefixed request frame."""
-    w = Writer()
+def write_request(w: Writer, api: Api, version: int, correlation_id: int,
+                  client_id: str | None, body) -> None:
+    """Write a request frame into w: a size placeholder (4 zero bytes; the caller fills it
+    in), the request header, the body."""
     w.raw(b"\0\0\0\0")
     w.raw(_HDR.pack(api.key, version, correlation_id))
     hv = api.request_header_version(version)
@@ -61,6 +61,13 @@ def encode_request(api: Api, version: int, correlation_id: int, client_id: str |
     if hv >= 2:
         w.uvarint(0)
     api.request_codec(version).encode(body, w)
+
+
+def encode_request(api: Api, version: int, correlation_id: int, client_id: str | None,
+                   body) -> bytes:
+    """A complete size-prefixed request frame."""
+    w = Writer()
+    write_request(w, api, version, correlation_id, client_id, body)
     _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
     return bytes(w.buf)
 
