@@ -309,10 +309,19 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
 def _group_by_partition(parts) -> dict:
     """{partition: int64 array of indices in input order} from each record's partition."""
     import numpy as np
-    order = np.argsort(parts, kind="stable")
-    ps, starts = np.unique(parts[order], return_index=True)
-    bounds = starts.tolist() + [len(order)]
-    return {int(p): order[bounds[j]:bounds[j + 1]] for j, p in enumerate(ps.tolist())}
+    # A stable sort of 16-bit keys is a radix sort in numpy (~4x faster than on int64), and
+    # bincount finds the groups without a second sort.
+    small = parts.astype(np.uint16) if int(parts.max()) < 65536 else parts
+    order = np.argsort(small, kind="stable")
+    counts = np.bincount(parts)
+    ends = np.cumsum(counts).tolist()
+    out = {}
+    start = 0
+    for p, end in enumerate(ends):
+        if end > start:
+            out[p] = order[start:end]
+        start = end
+    return out
 
 
 def _group_murmur2(keys, nparts, key_lengths=None) -> dict:
