@@ -262,6 +262,18 @@ class RecordAccumulator:
             self.incomplete.add(b)
             opened[b.partition] = b  # open: later records of the partition join it
 
+    def seal_open(self) -> None:
+        """Make every open batch (and staged record) ready to send now instead of after
+        linger.ms: the kafka-go Writer's batch_size (a message count) asks for this."""
+        with self.lock:
+            for t in list(self.stages):
+                self._flush_stage(t)
+            for opened in self.open.values():
+                for p, b in enumerate(opened):
+                    if b is not None:
+                        self._seal(b)
+                        opened[p] = None
+
     def flush_stages(self, topic: str | None = None) -> None:
         with self.lock:
             for t in ([topic] if topic is not None else list(self.stages)):

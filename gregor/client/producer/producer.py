@@ -440,6 +440,12 @@ class Producer:
         return send_batch(self, topic, values, keys, partition, timestamps, headers)
 
     # -- lifecycle -----------------------------------------------------------------------------
+    def send_open_batches(self) -> None:
+        """Send what is queued without waiting for linger.ms, and without waiting for the
+        answers (flush() waits). For facades that bound batches by message count."""
+        self._acc.seal_open()
+        self._network.wakeup()
+
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every record sent before this call is acknowledged or failed."""
         started = self._clock()

@@ -8,7 +8,9 @@ Settings keep kafka-go's names and defaults: balancer (round robin), batch_size 
 messages), batch_bytes (1 MiB), batch_timeout (1 s), max_attempts (10), required_acks
 (RequireNone = 0), async_ (False), completion (called with (messages, error) after an async
 write). A synchronous write_messages() sends its batch at once instead of waiting out
-batch_timeout; batch_timeout applies to async writes (it is the engine's linger).
+batch_timeout; batch_timeout applies to async writes (it is the engine's linger), which are
+also sent as soon as batch_size messages have been written (counted over the Writer, where
+kafka-go counts per partition).
 """
 from __future__ import annotations
 
@@ -85,7 +87,11 @@ class Writer(EngineFacade):
         if compression:
             conf.setdefault("compression.type", compression)
         self.topic = topic
-        self.batch_size = batch_size  # kept for kafka-go parity; the engine batches by bytes
+        # kafka-go sends a batch once it holds batch_size messages; here every batch_size
+        # messages of async writes (counted over the Writer, not per partition) make the
+        # engine send what it has queued instead of waiting out batch_timeout.
+        self.batch_size = max(1, batch_size)
+        self._unsent = 0
         self.async_ = async_
         self.completion = completion
         self._engine = Producer(conf, **kwargs)
@@ -122,6 +128,13 @@ class Writer(EngineFacade):
             self._stats.bytes += size
         if self.async_:
             self._on_all_done(messages, futs, errors)
+            with self._lock:
+                self._unsent += len(messages)
+                full = self._unsent >= self.batch_size
+                if full:
+                    self._unsent = 0
+            if full:
+                self._engine.send_open_batches()
             return
         self._engine.flush(timeout)
         self._collect(messages, futs, errors, timeout)
