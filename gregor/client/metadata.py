@@ -44,8 +44,12 @@ class Metadata:
     """Thread-safe for readers: updates swap whole dicts, so a reader sees one version."""
 
     def __init__(self, max_age_ms: int = 300000, *, allow_auto_topic_creation: bool = True,
-                 track_all_topics: bool = False):
+                 track_all_topics: bool = False, idle_ms: int | None = None):
         self.max_age_ms = max_age_ms
+        # metadata.max.idle.ms (producers): a tracked topic not touched for this long is
+        # forgotten at the next refresh, so it is neither asked for nor cached any more.
+        self.idle_ms = idle_ms
+        self._last_used: dict[str, float] = {}
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.track_all_topics = track_all_topics
         self.brokers: dict[int, BrokerInfo] = {}
@@ -66,6 +70,29 @@ class Metadata:
             self._tracked = self._tracked | {topic}
             if topic not in self.topics:
                 self._need_update = True
+
+    def touch(self, topic: str, now: float) -> None:
+        """The topic is in use (a producer sent records to it) at clock time now."""
+        self._last_used[topic] = now
+
+    def retire_idle(self, now: float) -> list[str]:
+        """Forget tracked topics not touched for idle_ms (never-touched ones are kept);
+        returns them. Listeners are told, as after an update."""
+        if self.idle_ms is None:
+            return []
+        limit = self.idle_ms / 1000.0
+        idle = [t for t, used in list(self._last_used.items()) if now - used >= limit]
+        if not idle:
+            return []
+        gone = set(idle)
+        self._tracked = self._tracked - gone
+        self.topics = {k: v for k, v in self.topics.items() if k not in gone}
+        for t in idle:
+            self._last_used.pop(t, None)
+        self.version += 1
+        for fn in list(self.listeners):
+            fn()
+        return idle
 
     @property
     def tracked_topics(self) -> list[str] | None:

@@ -542,6 +542,7 @@ class NetworkClient(BlockingRequests):
         wait = md.time_to_next_update(now)
         if wait > 0:
             return wait
+        md.retire_idle(now)          # metadata.max.idle.ms: idle topics are not asked for
         node = self.least_loaded_node(now)
         if node is None:
             return max(self.time_to_next_attempt(now), 0.005)

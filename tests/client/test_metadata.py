@@ -61,3 +61,39 @@ def test_listeners_and_wait():
     assert seen == [v + 1]
     assert md.wait_for_version(v, 0.01)
     assert not md.wait_for_version(md.version, 0.01)
+
+
+def test_idle_topics_are_forgotten_at_the_next_refresh():
+    md = Metadata(1000, idle_ms=5000)
+    calls = []
+    md.listeners.append(lambda: calls.append(1))
+    for t in ("busy", "idle", "never-touched"):
+        md.add_topic(t)
+    md.update(body(topics=("busy", "idle", "never-touched")), now=0.0)
+    md.touch("busy", 0.0)
+    md.touch("idle", 0.0)
+    assert md.retire_idle(4.0) == []
+    md.touch("busy", 4.0)
+    calls.clear()
+    assert md.retire_idle(6.0) == ["idle"]
+    assert md.tracked_topics == ["busy", "never-touched"]
+    assert md.partition_count("idle") is None and md.partition_count("busy") == 3
+    assert calls == [1]                              # the producer drops its caches
+    md.add_topic("idle")                              # used again: asked for again
+    assert md.needs_update(6.0) and "idle" in md.tracked_topics
+
+
+def test_without_idle_ms_nothing_is_retired():
+    md = Metadata(1000)
+    md.add_topic("t")
+    md.touch("t", 0.0)
+    assert md.retire_idle(10_000.0) == [] and md.tracked_topics == ["t"]
+
+
+def test_the_producer_touches_topics_it_sends_to():
+    from tests.client.producer.fakes import make_producer
+    p, net, clock = make_producer({"t": 1}, acks=1, **{"linger.ms": 0})
+    p.send("t", b"v")
+    clock.advance(1.0)
+    p._sender.run_once()
+    assert net.metadata._last_used["t"] == clock()

@@ -107,7 +107,8 @@ class Producer:
         self._value_ser = _serializer(cfg["value.serializer"], "value.serializer")
         self._interceptors = [_instantiate(i, "interceptor.classes")
                               for i in cfg["interceptor.classes"]]
-        self._metadata = Metadata(cfg["metadata.max.age.ms"], allow_auto_topic_creation=True)
+        self._metadata = Metadata(cfg["metadata.max.age.ms"], allow_auto_topic_creation=True,
+                                  idle_ms=cfg["metadata.max.idle.ms"])
         self._network = _network or NetworkClient(cfg, metadata=self._metadata, clock=clock)
         self._metadata = self._network.metadata
         self._pool = BufferPool(cfg["buffer.memory"], clock=clock)
@@ -404,6 +405,7 @@ class Producer:
     def _wait_on_metadata(self, topic: str, partition, deadline: float) -> int:
         md = self._metadata
         md.add_topic(topic)
+        md.touch(topic, self._clock())
         while True:
             n = md.partition_count(topic)
             if n is not None and (partition is None or partition < n):

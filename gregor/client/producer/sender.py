@@ -161,9 +161,11 @@ class Sender:
                 self._complete(b, -1, -1, err, now)
             return
         topics: dict[str, list] = {}
+        touch = self.metadata.touch    # records flow: the topic is not idle
         for b in batches:
             topics.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
             self.metrics.batch_sent(b, now)
+            touch(b.topic, now)
         body = {"transactional_id": None, "acks": self.acks,
                 "timeout_ms": self.request_timeout_ms,
                 "topic_data": [{"name": t, "partition_data": pd} for t, pd in topics.items()]}
