@@ -63,11 +63,8 @@ def broker_cpu_s(pid: int) -> float:
 
 # -- brokers ---------------------------------------------------------------------------------
 
-class Gregor:
-    def __init__(self, name, settings):
-        self.name = name
-        self.tmp = tempfile.TemporaryDirectory(prefix=f"bench-{name}-")
-        self.proc = BrokerProcess(Path(self.tmp.name) / "data", settings=settings)
+class _BrokerUnderTest:
+    """A broker process: start(), bootstrap, pid, stop()."""
 
     def start(self):
         self.proc.start()
@@ -83,6 +80,16 @@ class Gregor:
 
     def stop(self):
         self.proc.stop()
+
+
+class Gregor(_BrokerUnderTest):
+    def __init__(self, name, settings):
+        self.name = name
+        self.tmp = tempfile.TemporaryDirectory(prefix=f"bench-{name}-")
+        self.proc = BrokerProcess(Path(self.tmp.name) / "data", settings=settings)
+
+    def stop(self):
+        super().stop()
         self.tmp.cleanup()
 
 
@@ -129,27 +136,12 @@ class GregorTree:
         self.tmp.cleanup()
 
 
-class Tansu:
+class Tansu(_BrokerUnderTest):
     name = "tansu"
 
     def __init__(self):
         from tests.interop.targets import TansuProcess
         self.proc = TansuProcess()
-
-    def start(self):
-        self.proc.start()
-        return self
-
-    @property
-    def bootstrap(self):
-        return self.proc.bootstrap
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def stop(self):
-        self.proc.stop()
 
 
 BROKERS = {
