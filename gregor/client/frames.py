@@ -7,33 +7,13 @@ with send() (benchmarks/bench_producer_send.py). Pieces keep the batches by refe
 """
 from __future__ import annotations
 
-import struct
-
 from ..protocol.header import encode_request, write_request
-from ..protocol.primitives import Writer, encode_uvarint
+from ..protocol.primitives import PiecesWriter
 
-_SIZE = struct.Struct(">i")
 # Smaller bytes fields are cheaper to copy than to send as a piece of their own.
 _PIECE_MIN = 8192
 # sendmsg() takes at most IOV_MAX (1024 on Linux) buffers; the rest goes in the next call.
 _MAX_PIECES = 512
-
-
-class _PieceWriter(Writer):
-    """A Writer that keeps bytes fields of _PIECE_MIN bytes or more out of its buffer."""
-
-    __slots__ = ("pieces",)
-
-    def __init__(self):
-        super().__init__()
-        self.pieces = []
-
-    def bytes_(self, v, compact: bool = False, nullable: bool = False):
-        if v is None or len(v) < _PIECE_MIN:
-            return Writer.bytes_(self, v, compact, nullable)
-        self.buf += encode_uvarint(len(v) + 1) if compact else _SIZE.pack(len(v))
-        self.pieces += (self.buf, v)
-        self.buf = bytearray()
 
 
 class FramePieces:
@@ -68,11 +48,7 @@ def request_frame(api, version: int, correlation_id: int, client_id, body):
     bytes as FramePieces (tests/client/test_network_frames.py checks they are equal)."""
     if api.name != "Produce":
         return encode_request(api, version, correlation_id, client_id, body)
-    w = _PieceWriter()
+    w = PiecesWriter(_PIECE_MIN)
     write_request(w, api, version, correlation_id, client_id, body)
-    if not w.pieces:
-        _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
-        return bytes(w.buf)
-    frame = FramePieces(w.pieces + [w.buf])
-    _SIZE.pack_into(frame.parts[0], 0, frame.size - 4)
-    return frame
+    parts = w.sized_pieces()
+    return bytes(parts[0]) if len(parts) == 1 else FramePieces(parts)

@@ -72,14 +72,20 @@ def encode_request(api: Api, version: int, correlation_id: int, client_id: str |
     return bytes(w.buf)
 
 
-def encode_response(api: Api, version: int, correlation_id: int, body) -> bytes:
-    """A complete size-prefixed response frame."""
-    w = Writer()
+def write_response(w: Writer, api: Api, version: int, correlation_id: int, body) -> None:
+    """Write a response frame into w: a size placeholder (4 zero bytes; the caller fills it
+    in), the response header, the body."""
     w.raw(b"\0\0\0\0")
     w.int32(correlation_id)
     if api.response_header_version(version) >= 1:
         w.uvarint(0)
     api.response_codec(version).encode(body, w)
+
+
+def encode_response(api: Api, version: int, correlation_id: int, body) -> bytes:
+    """A complete size-prefixed response frame."""
+    w = Writer()
+    write_response(w, api, version, correlation_id, body)
     _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
     return bytes(w.buf)
 

@@ -80,16 +80,8 @@ def _column(batch: pa.RecordBatch, name: str):
     return None
 
 
-def as_binary(arr):
-    """string/binary (or large variants) -> binary array sharing the buffers; None stays None."""
-    if arr is None:
-        return None
-    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.large_binary()).cast(pa.binary())
-    return arr.cast(pa.binary()) if not pa.types.is_binary(arr.type) else arr
-
-
 def sink_columns(batch: pa.RecordBatch):
-    """(value, key, topic, partition, headers) arrays of a sink batch; absent columns are None."""
-    return (as_binary(_column(batch, "value")), as_binary(_column(batch, "key")), _column(batch, "topic"),
+    """(value, key, topic, partition, headers) arrays of a sink batch; absent columns are None.
+    value and key stay string or binary as they are: send_batch reads either."""
+    return (_column(batch, "value"), _column(batch, "key"), _column(batch, "topic"),
             _column(batch, "partition"), _column(batch, "headers"))

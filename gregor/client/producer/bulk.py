@@ -9,7 +9,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from ...protocol.errors import ErrorCode, error_for_code
-from ...protocol.records.encoding import is_arrow
+from ...protocol.records.encoding import ArrowRows, is_arrow
 from ..errors import KafkaTimeoutError
 from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
 
@@ -345,7 +345,7 @@ def _lengths(seq):
     if is_arrow(seq):
         from ...protocol.records.kernels import Column
         col = Column.from_arrow(seq)
-        out = np.diff(col.offsets).astype(np.int64)
+        out = col.lengths()
         if seq.null_count:
             out[~col.valid] = 0
         return out
@@ -403,7 +403,6 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
                 pa.nulls(hi - lo, pa.binary())
             ts = timestamps if isinstance(timestamps, int) else timestamps[lo:hi]
         else:   # the encoder reads the selected rows in place (no take() copy)
-            from ...protocol.records.kernels import ArrowRows
             b.values = ArrowRows(values, sel)
             b.keys = ArrowRows(keys, sel)
             ts = timestamps if isinstance(timestamps, int) else timestamps[sel]

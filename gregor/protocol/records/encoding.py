@@ -285,9 +285,26 @@ def _encode_records_small_nulls(timestamps, keys, values, base_timestamp: int) -
     return b"".join(parts)
 
 
+class ArrowRows:
+    """Rows `rows` (int64 indices, in order) of a pyarrow binary array, standing in for the
+    array that `array.take(rows)` would copy: the encoder reads the selected rows in place."""
+
+    __slots__ = ("array", "rows")
+
+    def __init__(self, array, rows: np.ndarray):
+        self.array = array
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def to_pylist(self) -> list:
+        return self.array.take(self.rows).to_pylist()
+
+
 def is_arrow(x) -> bool:
-    """A pyarrow array, or selected rows of one (kernels.ArrowRows)?"""
-    return type(x).__module__.startswith("pyarrow") or type(x).__name__ == "ArrowRows"
+    """A pyarrow array, or selected rows of one (ArrowRows)?"""
+    return isinstance(x, ArrowRows) or type(x).__module__.startswith("pyarrow")
 
 
 def encode_records_arrow(timestamps, keys, values, base_timestamp: int, alloc=None):
@@ -295,7 +312,7 @@ def encode_records_arrow(timestamps, keys, values, base_timestamp: int, alloc=No
     binary arrays or ArrowRows selections of them (keys and values then select the same
     rows): the compiled kernel reads the Arrow buffers in place. Returns a memoryview of a
     per-thread scratch buffer (see encode_records)."""
-    from .kernels import ArrowRows, Column, encode_records_columns
+    from .kernels import Column, encode_records_columns
     n = len(values)
     rows = None
     if isinstance(values, ArrowRows):

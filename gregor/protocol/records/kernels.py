@@ -41,6 +41,24 @@ def _put_varint(out, p, v):
     return p + 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _span(offsets, valid, i):
+    """(start, length) of item i of a column; length -1 for null."""
+    if valid[i]:
+        return offsets[i], offsets[i + 1] - offsets[i]
+    return 0, -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_field(out, p, data, start, length):
+    """A length varint (-1 = null), then the bytes."""
+    p = _put_varint(out, p, length)
+    if length > 0:
+        out[p:p + length] = data[start:start + length]
+        p += length
+    return p
+
+
 @njit(cache=True, nogil=True)
 def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out):
     """Write the records section of headerless records into out (sized at least their data
@@ -50,18 +68,8 @@ def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out
     p = 0
     for j in range(len(rows)):
         i = rows[j]
-        if kvalid[i]:
-            ka = koffs[i]
-            kl = koffs[i + 1] - ka
-        else:
-            ka = 0
-            kl = -1
-        if vvalid[i]:
-            va = voffs[i]
-            vl = voffs[i + 1] - va
-        else:
-            va = 0
-            vl = -1
+        ka, kl = _span(koffs, kvalid, i)
+        va, vl = _span(voffs, vvalid, i)
         td = tdelta[j]
         body = (2 + _varint_size(td) + _varint_size(j) + _varint_size(kl) + max(kl, 0)
                 + _varint_size(vl) + max(vl, 0))
@@ -69,14 +77,8 @@ def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out
         out[p] = 0                     # attributes
         p = _put_varint(out, p + 1, td)
         p = _put_varint(out, p, j)
-        p = _put_varint(out, p, kl)
-        if kl > 0:
-            out[p:p + kl] = kdata[ka:ka + kl]
-            p += kl
-        p = _put_varint(out, p, vl)
-        if vl > 0:
-            out[p:p + vl] = vdata[va:va + vl]
-            p += vl
+        p = _put_field(out, p, kdata, ka, kl)
+        p = _put_field(out, p, vdata, va, vl)
         out[p] = 0                     # header count
         p += 1
     return p
@@ -122,6 +124,10 @@ class Column:
         data = np.frombuffer(b"".join(items), dtype=np.uint8)
         return cls(offsets, data, valid)
 
+    def lengths(self) -> np.ndarray:
+        """Each item's length in bytes (int64; nulls count their span, normally 0)."""
+        return np.diff(self.offsets).astype(np.int64)
+
     @classmethod
     def nulls(cls, n: int) -> "Column":
         return cls(np.zeros(n + 1, dtype=np.int32), _EMPTY, np.zeros(n, dtype=np.bool_))
@@ -141,23 +147,6 @@ def _all_valid(n: int) -> np.ndarray:
     return arr[:n]
 
 
-class ArrowRows:
-    """Rows `rows` (int64 indices, in order) of a pyarrow binary array, standing in for the
-    array that `array.take(rows)` would copy: the encoder reads the selected rows in place."""
-
-    __slots__ = ("array", "rows")
-
-    def __init__(self, array, rows: np.ndarray):
-        self.array = array
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def to_pylist(self) -> list:
-        return self.array.take(self.rows).to_pylist()
-
-
 def encode_records_columns(keys: Column, values: Column, tdelta: np.ndarray,
                            rows: np.ndarray | None = None, alloc=None):
     """Records section (a uint8 array) for headerless records given as columns: all rows
@@ -167,7 +156,7 @@ def encode_records_columns(keys: Column, values: Column, tdelta: np.ndarray,
         rows = np.arange(len(values.valid), dtype=np.int64)
         nbytes = keys.nbytes + values.nbytes
     else:
-        nbytes = int(np.diff(keys.offsets)[rows].sum() + np.diff(values.offsets)[rows].sum())
+        nbytes = int(keys.lengths()[rows].sum() + values.lengths()[rows].sum())
     size = nbytes + MAX_RECORD_OVERHEAD * len(rows)
     out = np.empty(size, dtype=np.uint8) if alloc is None else alloc(size)
     end = encode_columns(*kernel_args(keys.offsets, keys.data, keys.valid, values.offsets,

@@ -74,7 +74,7 @@ def test_arrow_and_list_inputs_build_the_same_batch():
 
 
 def test_selected_rows_encode_like_the_taken_arrays():
-    from gregor.protocol.records.kernels import ArrowRows
+    from gregor.protocol.records.encoding import ArrowRows
     keys = pa.array([b"k%d" % i if i % 4 else None for i in range(50)], pa.binary())
     values = pa.array([b"v" * i if i % 9 else None for i in range(50)], pa.binary())
     rows = np.array([3, 4, 9, 10, 27, 49], dtype=np.int64)
