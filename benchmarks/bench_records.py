@@ -57,11 +57,11 @@ def race(repeat, cases):
     return best
 
 
-def report(n, best, ref_name):
+def report(n, best, ref_name, ref_label="kafka-python"):
     ref = n / best[ref_name] if ref_name in best else None
     for name, dt in best.items():
         r = n / dt
-        ratio = f"   x{r / ref:5.2f} vs kafka-python" if ref else ""
+        ratio = f"   x{r / ref:5.2f} vs {ref_label}" if ref else ""
         print(f"  {name:44s} {r / 1e6:7.2f} M records/s{ratio}")
 
 
@@ -177,6 +177,19 @@ def main():
             (f"gregor BatchBuilder ({per_batch}/batch)",
              lambda: gregor_builder(timestamps, keys, varied, per_batch * 122))])
         report(n, best, None)
+
+    print("\n== the same varied records from Arrow columns (compiled kernel) vs lists ==")
+    import numpy as np
+    import pyarrow as pa
+    arrow_keys, arrow_values = pa.array(keys, pa.binary()), pa.array(varied, pa.binary())
+    arrow_ts = np.asarray(timestamps, dtype=np.int64)
+    gregor_bulk(arrow_ts[:1000], arrow_keys[:1000], arrow_values[:1000], 1000)  # load kernel
+    best = race(args.repeat, [
+        ("gregor build_batch_bulk, lists (8334/batch)",
+         lambda: gregor_bulk(timestamps, keys, varied, 8334)),
+        ("gregor build_batch_bulk, Arrow (8334/batch)",
+         lambda: gregor_bulk(arrow_ts, arrow_keys, arrow_values, 8334))])
+    report(n, best, "gregor build_batch_bulk, lists (8334/batch)", "lists")
 
     print("\n== codecs on one 1 MiB records section (compress / decompress MB/s) ==")
     section = b"".join(v + k for k, v in zip(keys[:8000], values[:8000]))
