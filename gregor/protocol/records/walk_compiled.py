@@ -57,6 +57,19 @@ def _zigzag(u):
     return (u >> 1) ^ -(u & 1)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _skip_sized(arr, p, end):
+    """Past a nullable length-prefixed field (length varint, then that many bytes), or -1
+    when it is malformed or runs past end."""
+    u, p = _uvarint(arr, p, end, 5)
+    if p < 0:
+        return -1
+    n = _zigzag(u)
+    if n < -1 or n > end - p:
+        return -1
+    return p + max(n, 0)
+
+
 @njit(cache=True, nogil=True)
 def walk(arr, count, last_offset_delta, strict):
     """VALID if the count records in arr (a uint8 array of the records section) are well
@@ -86,15 +99,12 @@ def walk(arr, count, last_offset_delta, strict):
         elif delta <= prev or delta > last_offset_delta:
             return NOT_PROVED
         prev = delta
-        for _ in range(2):                             # key length + key, value length + value
-            u, p = _uvarint(arr, p, rec_end, 5)
-            if p < 0:
-                return NOT_PROVED
-            n = _zigzag(u)
-            if n < -1 or n > rec_end - p:
-                return NOT_PROVED
-            if n > 0:
-                p += n
+        p = _skip_sized(arr, p, rec_end)               # key
+        if p < 0:
+            return NOT_PROVED
+        p = _skip_sized(arr, p, rec_end)               # value
+        if p < 0:
+            return NOT_PROVED
         u, p = _uvarint(arr, p, rec_end, 5)            # header count
         if p < 0:
             return NOT_PROVED
@@ -111,15 +121,9 @@ def walk(arr, count, last_offset_delta, strict):
             for k in range(p, p + n):                  # ASCII keys only; Python checks UTF-8
                 if arr[k] >= 0x80:
                     return NOT_PROVED
-            p += n
-            u, p = _uvarint(arr, p, rec_end, 5)
+            p = _skip_sized(arr, p + n, rec_end)       # header value
             if p < 0:
                 return NOT_PROVED
-            n = _zigzag(u)
-            if n < -1 or n > rec_end - p:
-                return NOT_PROVED
-            if n > 0:
-                p += n
         if p != rec_end:
             return NOT_PROVED
     if p != end:
