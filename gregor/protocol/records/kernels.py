@@ -22,7 +22,8 @@ MAX_RECORD_OVERHEAD = 32
 
 @njit(cache=True, nogil=True, inline="always")
 def _varint_size(v):
-    z = (v << 1) ^ (v >> 63)          # zig-zag
+    # zig-zag, as uint64: for |v| >= 2**62 the shifted value does not fit an int64
+    z = np.uint64((v << 1) ^ (v >> 63))
     n = 1
     while z >= 0x80:
         z >>= 7
@@ -32,7 +33,7 @@ def _varint_size(v):
 
 @njit(cache=True, nogil=True, inline="always")
 def _put_varint(out, p, v):
-    z = (v << 1) ^ (v >> 63)
+    z = np.uint64((v << 1) ^ (v >> 63))
     while z >= 0x80:
         out[p] = (z & 0x7F) | 0x80
         z >>= 7

@@ -102,3 +102,14 @@ def test_in_place_arrow_batch_equals_the_assembled_one():
     assert type(build_batch_bulk(pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
                                  np.array(ts), **kw)) is bytes
     validate_batch(bytes(got), from_client=False)
+
+
+def test_extreme_timestamp_deltas_match_the_python_encoder():
+    # |delta| >= 2**62: the zig-zagged delta needs all 64 bits (10-byte varint)
+    ts = [0, 2**62, -2**62, 2**63 - 1, -2**63 + 1, 5]
+    keys = [b"k"] * len(ts)
+    values = [b"v", None, b"", b"x" * 300, b"y", b"z"]
+    got = encode_records_columns(Column.from_list(keys), Column.from_list(values),
+                                 np.array(ts, dtype=np.int64))
+    assert got.tobytes() == encode_records_loop(ts, keys, values, None, 0)
+
