@@ -235,3 +235,29 @@ def test_a_failed_send_fails_the_write_with_its_cause(spark, bootstrap, make_top
     with pytest.raises(Exception, match=f"partition 7 of topic '{topic}'"):
         (df.write.format("gregor").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
          .option("kafka.max.block.ms", "2000").mode("append").save())
+
+
+def _stored_codecs(bootstrap, topic):
+    """Codec ids of the record batches stored in partition 0, fetched as raw bytes."""
+    from gregor.protocol.records.batch import decode_batches
+    from tests.broker.handler_harness import fetch_body, fresp
+    from tests.support.wire import WireClient
+    port = int(bootstrap.rsplit(":", 1)[1])
+    with WireClient(port) as c:
+        f = fresp(c.request("Fetch", 11, fetch_body(topic, 0, max_wait_ms=500)))
+    assert f["error_code"] == 0, f
+    return {b.compression for b in decode_batches(f["records"])}
+
+
+def test_sink_compresses_with_lz4_unless_told_otherwise(spark, bootstrap, make_topic):
+    df = spark.createDataFrame([(b"k%d" % i, b"value %d" % i) for i in range(200)], "key binary, value binary")
+    default, plain = make_topic(), make_topic()
+    (df.coalesce(1).write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", default).mode("append").save())
+    (df.coalesce(1).write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+     .option("kafka.compression.type", "none").option("topic", plain).mode("append").save())
+    assert _stored_codecs(bootstrap, default) == {3}     # lz4
+    assert _stored_codecs(bootstrap, plain) == {0}
+    for topic in (default, plain):
+        back = read(spark, bootstrap, topic).orderBy("offset").collect()
+        assert [(r.key, r.value) for r in back] == [(b"k%d" % i, b"value %d" % i) for i in range(200)]
