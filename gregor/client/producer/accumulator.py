@@ -99,6 +99,9 @@ class RecordAccumulator:
         self._drain_index: dict[int, int] = {}
         self.txn = None  # idempotence manager, set by the producer when enabled
         self.interceptors = None  # called on acknowledgement, set by the producer
+        # Per-node ready/drain times for partitioner.availability.timeout.ms (availability.py),
+        # set by the producer when that is on; the sender reports to it after each ready().
+        self.node_availability = None
 
     # -- append (send() threads) ------------------------------------------------------------
     def deque_for(self, topic: str, partition: int) -> collections.deque:
