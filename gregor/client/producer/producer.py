@@ -120,7 +120,7 @@ class Producer:
             batch_size=min(cfg["batch.size"], cfg["max.request.size"]),
             linger_s=cfg["linger.ms"] / 1000.0, compression=cfg["compression.codec"],
             pool=self._pool, delivery_timeout_s=cfg["delivery.timeout.ms"] / 1000.0,
-            clock=clock)
+            clock=clock, max_records=cfg["batch.num.messages"])
         self._txn = IdempotenceManager() if cfg["enable.idempotence"] else None
         self._acc.txn = self._txn
         self._metrics = ProducerMetrics(clock)
