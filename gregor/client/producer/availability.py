@@ -12,7 +12,8 @@ their hash partition), nor are records with an explicit partition.
 
 Java's semantics (KIP-794): off at 0 (the default); only the built-in partitioner with
 partitioner.adaptive.partitioning.enable=true uses it; when every partition is left out the
-partitioner has no load statistics and draws uniformly among the partitions with a leader. Sans-I/O: times come in as `now` (seconds).
+partitioner has no load statistics and draws uniformly among the partitions with a leader.
+Sans-I/O: times come in as `now` (seconds).
 """
 from __future__ import annotations
 
