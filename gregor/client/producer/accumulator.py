@@ -13,6 +13,7 @@ import time
 
 from ..errors import KafkaTimeoutError, ProducerClosedError
 from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch, future_for
+from .split import split_records
 from .staging import KeyedStage, distribute
 
 
@@ -79,8 +80,11 @@ class ReadyCheck:
 
 class RecordAccumulator:
     def __init__(self, *, batch_size: int, linger_s: float, compression: int, pool,
-                 delivery_timeout_s: float, clock=time.monotonic):
+                 delivery_timeout_s: float, clock=time.monotonic, max_records=None):
         self.batch_size = max(batch_size, 1)
+        # batch.num.messages (None: no count limit). send() does not count records; a batch
+        # with more is split at drain (_take), and merges and send_batch stay within it.
+        self.max_records = max_records
         self.linger = linger_s
         self.compression = compression
         self.pool = pool
@@ -99,6 +103,9 @@ class RecordAccumulator:
         self._drain_index: dict[int, int] = {}
         self.txn = None  # idempotence manager, set by the producer when enabled
         self.interceptors = None  # called on acknowledgement, set by the producer
+        # Per-node ready/drain times for partitioner.availability.timeout.ms (availability.py),
+        # set by the producer when that is on; the sender reports to it after each ready().
+        self.node_availability = None
 
     # -- append (send() threads) ------------------------------------------------------------
     def deque_for(self, topic: str, partition: int) -> collections.deque:
@@ -136,6 +143,8 @@ class RecordAccumulator:
         step = min(max(self.batch_size, b.max_bytes), limit - b.max_bytes)
         if not _fresh(b) or step < self.batch_size:
             return False
+        if self.max_records is not None and len(b.keys) >= self.max_records:
+            return False  # it would only be split again at drain
         if not self.pool.try_allocate(step):
             return False
         b.max_bytes += step
@@ -310,6 +319,7 @@ class RecordAccumulator:
         urgent = exhausted or self.flushes_in_progress > 0 or self.closed
         linger = self.linger
         txn = self.txn
+        cap = self.max_records
         if self.stages:
             with self.lock:
                 for topic, st in list(self.stages.items()):
@@ -343,8 +353,9 @@ class RecordAccumulator:
                 waited = now - b.created
                 if urgent or len(dq) > 1 or waited >= linger or b.attempts:
                     nodes.add(leader)
-                elif b.full and (busy is None or not busy(leader)):
-                    nodes.add(leader)
+                elif (b.full or (cap is not None and b.record_count >= cap)) and (
+                        busy is None or not busy(leader)):
+                    nodes.add(leader)  # full: batch.size bytes or batch.num.messages records
                 else:
                     next_delay = min(next_delay, linger - waited)
         return ReadyCheck(nodes, max(0.0, next_delay), unknown)
@@ -388,6 +399,10 @@ class RecordAccumulator:
                         self._seal(b)
                     if dq and _fresh(b):
                         est = self._merge_queued(b, dq, max_request_size - size)
+                    if self.max_records is not None and b.data is None and not b.bulk \
+                            and len(b.keys) > self.max_records:
+                        b = self._split_records(b, dq)
+                        est = b.estimated_size()
                     b.full = True
                     b.drained_at = now
                     size += est
@@ -429,9 +444,12 @@ class RecordAccumulator:
         # its request) while its records still count against the pool.
         limit = min(MERGE_LIMIT, room, self.pool.total // 8)
         est = b.estimated_size()
+        cap = self.max_records
         while dq:
             nxt = dq[0]
             if not _fresh(nxt) or est + nxt.size - BATCH_OVERHEAD > limit:
+                break
+            if cap is not None and len(b.keys) + len(nxt.keys) > cap:
                 break
             dq.popleft()
             if self.open[nxt.topic][nxt.partition] is nxt:
@@ -441,6 +459,15 @@ class RecordAccumulator:
             self.incomplete.discard(nxt)
             est = b.estimated_size()
         return est
+
+    def _split_records(self, b: ProducerBatch, dq) -> ProducerBatch:
+        """b has more records than batch.num.messages: send its first max_records now and
+        queue the rest, in order, at the front of its deque (lock held)."""
+        children = split_records(b, self.max_records)
+        dq.extendleft(reversed(children[1:]))
+        self.incomplete.discard(b)
+        self.incomplete.update(children)
+        return children[0]
 
     def reenqueue(self, batch: ProducerBatch, now: float, backoff_s: float) -> None:
         """Put a batch back at the front of its deque for a retry (sequence order kept)."""

@@ -285,8 +285,9 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
             groups.setdefault(part(topic, k, values[i], nparts, avail), []).append(i)
     batches = []
     sizes = _record_sizes(values, keys, headers, key_lengths)
+    max_records = producer._acc.max_records   # batch.num.messages
     if groups is None:
-        for lo, hi, size in _chunks(sizes, None, limit):
+        for lo, hi, size in _chunks(sizes, None, limit, max_records):
             p = producer._choose_partition(topic, None, None, nparts)
             st = producer._sticky_state.get(topic)
             if st is not None:
@@ -297,7 +298,7 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
                 producer._sticky_boundary(topic, p, nparts)
     else:
         for p, idx in groups.items():
-            for lo, hi, size in _chunks(sizes, idx, limit):
+            for lo, hi, size in _chunks(sizes, idx, limit, max_records):
                 sel = None if idx is None else idx[lo:hi]
                 batches.append(_make(producer, topic, p, values, keys, timestamps, headers,
                                      lo, hi, sel, size, deadline))
@@ -371,9 +372,10 @@ def _record_sizes(values, keys, headers, key_lengths=None):
     return sizes
 
 
-def _chunks(sizes, indices, limit):
+def _chunks(sizes, indices, limit, max_records=None):
     """(lo, hi, estimated bytes) positions into `indices` (None: all records) so that each
-    chunk's records plus a batch header fit `limit` (a record larger than that goes alone)."""
+    chunk's records plus a batch header fit `limit` (a record larger than that goes alone)
+    and a chunk holds at most `max_records` records (None: no count limit)."""
     import numpy as np
     sel = sizes if indices is None else sizes[np.asarray(indices, dtype=np.int64)]
     cum = np.cumsum(sel)
@@ -384,6 +386,8 @@ def _chunks(sizes, indices, limit):
     while lo < total:
         hi = int(np.searchsorted(cum, base + room, side="right"))
         hi = max(hi, lo + 1)
+        if max_records is not None:
+            hi = min(hi, lo + max_records)
         size = int(cum[hi - 1]) - base + BATCH_OVERHEAD
         yield lo, hi, size
         base = int(cum[hi - 1])

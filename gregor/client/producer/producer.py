@@ -17,6 +17,7 @@ from ..errors import ConfigError, KafkaTimeoutError, ProducerClosedError
 from ..metadata import Metadata
 from ..network import NetworkClient
 from .accumulator import BATCH_OVERHEAD, RecordAccumulator, estimate_record_size
+from .availability import NodeAvailability
 from .batch import TIMESTAMP_LIMIT, FutureRecordMetadata, RecordMetadata  # noqa: F401
 from .buffer_pool import BufferPool
 from .idempotence import IdempotenceManager
@@ -119,7 +120,7 @@ class Producer:
             batch_size=min(cfg["batch.size"], cfg["max.request.size"]),
             linger_s=cfg["linger.ms"] / 1000.0, compression=cfg["compression.codec"],
             pool=self._pool, delivery_timeout_s=cfg["delivery.timeout.ms"] / 1000.0,
-            clock=clock)
+            clock=clock, max_records=cfg["batch.num.messages"])
         self._txn = IdempotenceManager() if cfg["enable.idempotence"] else None
         self._acc.txn = self._txn
         self._metrics = ProducerMetrics(clock)
@@ -138,6 +139,12 @@ class Producer:
         self._fast: dict[str, tuple] = {}
         self._sticky_state: dict[str, list] = {}  # topic -> [partition, bytes since boundary]
         self._builtin = isinstance(self._partitioner, BuiltInPartitioner)
+        # partitioner.availability.timeout.ms (see availability.py). As in Java, only the
+        # built-in partitioner with adaptive partitioning uses it: with
+        # partitioner.adaptive.partitioning.enable=false (or another partitioner) it is ignored.
+        avail_ms = cfg["partitioner.availability.timeout.ms"]
+        if avail_ms > 0 and self._builtin and self._partitioner.adaptive:
+            self._acc.node_availability = NodeAvailability(avail_ms / 1000.0)
         # Keyed records may be staged and hashed in bulk only when that is exactly Java's
         # default partitioning (see staging.py) and they fit a batch (larger ones go alone).
         self._stage_keyed = self._builtin and not self._ignore_keys
@@ -323,6 +330,9 @@ class Producer:
         if key is None and self._builtin:
             st = self._sticky_state.get(topic)
             if st is None or st[0] >= n:
+                if self._acc.node_availability is not None:
+                    # Also the first draw of a topic avoids unavailable nodes.
+                    self._update_load_stats(topic, n)
                 st = self._sticky_state[topic] = [
                     self._partitioner(topic, None, value, n, avail), 0]
             st[1] += (len(value) if value is not None else 0) + 12
@@ -333,10 +343,7 @@ class Producer:
         """A batch opened on a sticky partition: tell the partitioner what went there (Java's
         built-in partitioner switches only at batch boundaries) and refresh its load view."""
         part = self._partitioner
-        avail = self._avail.get(topic) or list(range(n))
-        sizes = self._acc.queue_sizes(topic)
-        part.update_load_stats(topic, [sizes[i] if i < len(sizes) else 0 for i in avail],
-                               avail, n)
+        self._update_load_stats(topic, n)
         if self._builtin:
             st = self._sticky_state.get(topic)
             if st is not None and st[0] == partition:
@@ -346,6 +353,16 @@ class Producer:
                 self._sticky_state.pop(topic, None)
         else:
             part.on_append(topic, partition, self._acc.batch_size, True)
+
+    def _update_load_stats(self, topic, n):
+        """Queue sizes of the partitions the partitioner may draw from; without those of
+        nodes past partitioner.availability.timeout.ms (availability.py)."""
+        avail = self._avail.get(topic) or list(range(n))
+        sizes = self._acc.queue_sizes(topic)
+        if self._acc.node_availability is not None:
+            avail = self._acc.node_availability.usable(topic, avail, sizes, self._metadata)
+        self._partitioner.update_load_stats(
+            topic, [sizes[i] if i < len(sizes) else 0 for i in avail], avail, n)
 
     def _on_metadata(self):
         """Metadata changed: drop the per-topic caches the fast path reads."""

@@ -127,10 +127,16 @@ class Sender:
             md.request_update()
         timeout = min(check.next_delay, net.maybe_update_metadata(now))
         nodes = set()
+        avail = acc.node_availability
         for node in check.nodes:
             if net.ready(node, now):
                 nodes.add(node)
+                if avail is not None:
+                    avail.update(node, now, True)
             else:
+                if avail is not None:
+                    # Data waits for a node that cannot take it: only the ready time moves.
+                    avail.update(node, now, False)
                 delay = net.connection_delay(node, now)
                 if delay:
                     timeout = min(timeout, delay)

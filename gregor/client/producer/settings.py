@@ -20,6 +20,10 @@ PRODUCER_OPTIONS: list[Option] = COMMON_OPTIONS + [
     Option("enable.idempotence", True, bool),
     Option("linger.ms", 5, float, min=0),
     Option("batch.size", 16384, int, min=0),
+    # librdkafka's name: at most this many records in one batch. Default None, no count limit:
+    # Java's producer bounds batches by batch.size bytes only, and so do we unless asked
+    # (librdkafka's own default is 10000).
+    Option("batch.num.messages", None, int, min=1),
     Option("buffer.memory", 32 * 1024 * 1024, int, min=1),
     Option("max.block.ms", 60000, int, min=0),
     Option("max.request.size", 1024 * 1024, int, min=1),

@@ -1,7 +1,11 @@
-"""Splitting a batch the broker refused as MESSAGE_TOO_LARGE into smaller ones."""
+"""Splitting a batch into smaller ones: one the broker refused as MESSAGE_TOO_LARGE (by size),
+or one with more records than batch.num.messages (by count, at drain)."""
 from __future__ import annotations
 
-from .batch import _CALLBACK_LOCK, RECORD_OVERHEAD, ProducerBatch
+import numpy as np
+
+from .batch import _CALLBACK_LOCK, BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
+from .staging import _lengths
 
 
 def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
@@ -46,6 +50,48 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
         while j + 1 < len(starts) and starts[j + 1] <= i:
             j += 1
         return j
+    _hand_over(b, children, starts, owner)
+    return children
+
+
+def split_records(b: ProducerBatch, max_records: int) -> list[ProducerBatch]:
+    """b (never encoded, more than max_records records: batch.num.messages) as batches of
+    max_records records each (the last one fewer), in order. Futures and callbacks follow
+    their records; the memory reservation is shared out by size. The children are full but
+    may still be merged with later batches up to max_records (see the accumulator)."""
+    keys, values, ts, headers = b.keys, b.values, b.timestamps, b.headers
+    count = len(keys)
+    sizes = _lengths(keys, count) + _lengths(values, count) + RECORD_OVERHEAD
+    if headers is not None:
+        sizes += np.fromiter((sum(len(k) + (len(v) if v is not None else 0) + 6 for k, v in h)
+                              if h else 0 for h in headers), np.int64, count)
+    cum = np.concatenate(([0], np.cumsum(sizes))).tolist()
+    starts = list(range(0, count, max_records))
+    children = []
+    reserved = b.reserved
+    for s in starts:
+        e = min(s + max_records, count)
+        c = ProducerBatch(b.topic, b.partition, b.created, 0, 0, b.compression)
+        c.keys, c.values = keys[s:e], values[s:e]
+        c.timestamps = c.result.timestamps = ts[s:e]
+        if headers is not None:
+            c.headers = headers[s:e]
+        c.size = c.max_bytes = BATCH_OVERHEAD + cum[e] - cum[s]
+        c.reserved = min(reserved, b.reserved * (cum[e] - cum[s]) // max(cum[-1], 1))
+        reserved -= c.reserved
+        c.attempts = b.attempts
+        c.interceptors = b.interceptors
+        c.full = True
+        children.append(c)
+    children[-1].reserved += reserved  # the rounding remainder
+    b.reserved = 0
+    _hand_over(b, children, starts, lambda i: i // max_records)
+    return children
+
+
+def _hand_over(b: ProducerBatch, children: list, starts: list, owner) -> None:
+    """Point b's futures, callbacks and done-callbacks at its children (record i lives in
+    child owner(i), which starts at record starts[owner(i)]) and retire b."""
     for i, cb in b.callbacks or ():
         j = owner(i)
         c = children[j]
@@ -65,7 +111,6 @@ def split_batch(b: ProducerBatch, batch_size: int) -> list[ProducerBatch]:
         r.done = True
     b.final = True
     r.wake()
-    return children
 
 
-__all__ = ["split_batch", "RECORD_OVERHEAD"]
+__all__ = ["split_batch", "split_records", "RECORD_OVERHEAD"]

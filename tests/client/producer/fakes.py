@@ -40,14 +40,20 @@ class FakeNetwork:
     """Every node is always ready (unless listed in `down`); sent requests wait in `sent`
     until the test answers them with respond()/fail()."""
 
-    def __init__(self, clock, partitions: dict[str, int], leader: int = 1, versions=None):
+    def __init__(self, clock, partitions: dict[str, int], leader: int = 1, versions=None,
+                 leaders: dict[str, list[int]] | None = None):
+        """`leaders` {topic: [node of partition 0, 1, ...]} spreads partitions over several
+        nodes; otherwise `leader` leads them all."""
         self.clock = clock
         self.metadata = Metadata(300000)
+        leaders = {t: (leaders or {}).get(t) or [leader] * n for t, n in partitions.items()}
+        nodes = sorted({node for ls in leaders.values() for node in ls} or {leader})
         self.metadata.update({
-            "brokers": [{"node_id": leader, "host": "fake", "port": 1}],
+            "brokers": [{"node_id": node, "host": "fake", "port": node} for node in nodes],
             "topics": [{"error_code": 0, "name": t, "partitions": [
-                {"error_code": 0, "partition_index": i, "leader_id": leader,
-                 "replica_nodes": [leader], "isr_nodes": [leader]} for i in range(n)]}
+                {"error_code": 0, "partition_index": i, "leader_id": leaders[t][i],
+                 "replica_nodes": [leaders[t][i]], "isr_nodes": [leaders[t][i]]}
+                for i in range(n)]}
                 for t, n in partitions.items()]}, clock())
         self.sent: list[FakeRequest] = []
         self.down: set[int] = set()
@@ -127,11 +133,11 @@ class FakeNetwork:
                            "producer_epoch": epoch})
 
 
-def make_producer(partitions=None, **conf):
+def make_producer(partitions=None, leaders=None, **conf):
     """A Producer on a FakeNetwork and FakeClock whose sender runs only when the test calls
     producer._sender.run_once()."""
     clock = FakeClock()
-    net = FakeNetwork(clock, partitions or {"t": 1})
+    net = FakeNetwork(clock, partitions or {"t": 1}, leaders=leaders)
     conf.setdefault("bootstrap.servers", "fake:1")
     p = Producer(conf, _network=net, _clock=clock, _start=False)
     return p, net, clock
