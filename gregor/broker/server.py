@@ -22,9 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 from collections import deque
 from typing import Any, Callable
+
+try:
+    from fcntl import ioctl
+    from termios import FIONREAD
+except ImportError:                   # not POSIX: growth counts only the bytes read
+    ioctl = FIONREAD = None
 
 from ..protocol.header import decode_request, encode_response, peek_request_header
 from ..protocol.primitives import DecodeError
@@ -36,6 +43,7 @@ log = logging.getLogger("gregor.broker.server")
 NO_RESPONSE = object()
 _HTTP_PREFIXES = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN")
 _TLS_HANDSHAKE = 0x16
+_INT = struct.Struct("i")
 _FETCH = 1        # API key whose responses carry record batches, written without copying them
 # Frames at least this large reserve their declared size from the server's memory budget
 # (queued.max.request.bytes) while they arrive; smaller ones are not worth the bookkeeping.
@@ -95,6 +103,7 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.rx = ReceiveBuffer()
+        self._fd = -1
         self._reserved = 0                   # budget held by the large frame under way
         self.paused_for_memory = False
         self.pending: deque[_Pending] = deque()
@@ -127,6 +136,10 @@ class Connection(asyncio.BufferedProtocol):
         # Responses can be large (fetch); let the transport buffer a few of them before
         # asking us to stop reading from this client.
         transport.set_write_buffer_limits(high=srv.write_buffer_high)
+        sock = transport.get_extra_info("socket")
+        if ioctl is not None and sock is not None:
+            self._fd = sock.fileno()
+            self.rx.waiting = self._socket_waiting
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -148,6 +161,16 @@ class Connection(asyncio.BufferedProtocol):
     def resume_writing(self) -> None:
         self.paused_for_writes = False
         self._update_reading()
+
+    def _socket_waiting(self) -> int:
+        """Bytes that have arrived in the socket and wait to be read: a large frame's buffer
+        may grow to what has really arrived at once instead of doubling read by read."""
+        if self.closed:
+            return 0
+        try:
+            return _INT.unpack(ioctl(self._fd, FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return 0
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.rx.writable()

@@ -19,22 +19,26 @@ def body(i: int, n: int) -> bytes:
 
 class Reader:
     """Reads a stream into a ReceiveBuffer in given read sizes, like a transport would, and
-    cuts frames after each read, like the connection does; checks the memory bound on the way."""
+    cuts frames after each read, like the connection does; checks the memory bound on the way.
+    With waiting=True, the rest of each read is reported as waiting in the socket."""
 
-    def __init__(self):
-        self.rx = ReceiveBuffer()
+    def __init__(self, waiting=False):
+        self.rx = ReceiveBuffer(waiting=(lambda: len(self._data)) if waiting else None)
+        self._data = b""
         self.frames = []          # the views handed on, kept like a decoder may keep them
         self.most_over = 0        # largest capacity seen beyond the bound
 
     def read(self, data: bytes) -> None:
-        while data:
+        self._data = data
+        while self._data:
+            arrived = self.rx.pending() + (len(self._data) if self.rx.waiting else 0)
             room = self.rx.writable()
             assert len(room) > 0
-            self._check_bound()
-            n = min(len(room), len(data))
-            room[:n] = data[:n]
+            self._check_bound(arrived)
+            n = min(len(room), len(self._data))
+            room[:n] = self._data[:n]
             self.rx.received(n)
-            data = data[n:]
+            self._data = self._data[n:]
             self.cut()
 
     def cut(self) -> None:
@@ -42,14 +46,15 @@ class Reader:
         while rx.pending() >= 4 and rx.pending() - 4 >= rx.peek_size():
             self.frames.append(rx.take(rx.peek_size()))
 
-    def _check_bound(self) -> None:
-        # capacity <= max(MIN_CAPACITY, 2 x bytes received of what is not yet taken)
+    def _check_bound(self, arrived) -> None:
+        # capacity <= max(MIN_CAPACITY, 2 x bytes arrived of what is not yet taken)
         self.most_over = max(self.most_over,
-                             self.rx.capacity - max(MIN_CAPACITY, 2 * self.rx.pending()))
+                             self.rx.capacity - max(MIN_CAPACITY, 2 * arrived))
 
 
-def test_a_huge_declared_frame_with_a_few_bytes_holds_min_capacity():
-    r = Reader()
+@pytest.mark.parametrize("waiting", [False, True])
+def test_a_huge_declared_frame_with_a_few_bytes_holds_min_capacity(waiting):
+    r = Reader(waiting)
     r.read(struct.pack(">i", 100_000_000) + b"x" * 6)
     assert r.rx.capacity <= MIN_CAPACITY and r.rx.pending() == 10
     r.read(b"y" * 200_000)
@@ -75,8 +80,9 @@ STREAM_BODIES = [body(0, 10), body(1, 0), body(2, 300), body(3, 70_000), body(4,
 STREAM = b"".join(frame(b) for b in STREAM_BODIES)
 
 
-def test_one_byte_reads_cut_the_same_frames_within_the_bound():
-    r = Reader()
+@pytest.mark.parametrize("waiting", [False, True])
+def test_one_byte_reads_cut_the_same_frames_within_the_bound(waiting):
+    r = Reader(waiting)
     for i in range(len(STREAM)):
         r.read(STREAM[i:i + 1])
     assert [bytes(f) for f in r.frames] == STREAM_BODIES
@@ -85,9 +91,10 @@ def test_one_byte_reads_cut_the_same_frames_within_the_bound():
 
 @pytest.mark.parametrize("window", [(0, 400), (MIN_CAPACITY - 300, MIN_CAPACITY + 300),
                                     (70_300, 70_700), (len(STREAM) - 300, len(STREAM))])
-def test_a_cut_at_every_byte_boundary_gives_the_same_frames(window):
+@pytest.mark.parametrize("waiting", [False, True])
+def test_a_cut_at_every_byte_boundary_gives_the_same_frames(window, waiting):
     for cut in range(*window):
-        r = Reader()
+        r = Reader(waiting)
         r.read(STREAM[:cut])
         r.read(STREAM[cut:])
         assert [bytes(f) for f in r.frames] == STREAM_BODIES, cut
@@ -97,8 +104,8 @@ def test_a_cut_at_every_byte_boundary_gives_the_same_frames(window):
 def test_random_reads_give_the_same_frames_and_kept_views_never_change():
     rnd = random.Random(7)
     kept = []
-    for _ in range(40):
-        r = Reader()
+    for i in range(40):
+        r = Reader(waiting=i % 2 == 1)
         pos = 0
         while pos < len(STREAM):
             n = rnd.choice((1, 3, 4, 5, 100, 4096, 65_536, 300_000))
@@ -153,3 +160,24 @@ def test_clear_drops_the_buffer():
     assert r.rx.capacity > MIN_CAPACITY
     r.rx.clear()
     assert r.rx.capacity == 0 and r.rx.pending() == 0
+
+
+@pytest.mark.parametrize("offset", [0, 10, 40_000])
+def test_a_large_frame_already_waiting_is_read_into_its_own_size_after_one_small_copy(offset):
+    lead = frame(b"s" * (offset - 4)) if offset else b""
+    big = frame(b"b" * 1_000_000)
+    r = Reader(waiting=True)
+    r.read(lead + big)                     # all of it has arrived; reads take what fits
+    assert [len(f) for f in r.frames] == ([offset - 4] if offset else []) + [1_000_000]
+    assert r.rx.moved <= MIN_CAPACITY      # only what the first read brought
+    assert r.rx.capacity == len(big) and r.most_over <= 0
+
+
+def test_what_waiting_reports_never_grows_a_buffer_past_the_declared_frame():
+    rx = ReceiveBuffer(waiting=lambda: 1 << 40)     # a wildly wrong count
+    room = rx.writable()
+    data = struct.pack(">i", 300_000) + b"x" * (len(room) - 4)
+    room[:] = data
+    rx.received(len(data))
+    rx.writable()
+    assert rx.capacity == 300_004

@@ -336,6 +336,8 @@ class FakeTransport:
         self.reading = True
 
     def get_extra_info(self, name, default=None):
+        if name == "socket":
+            return self.sock
         return ("127.0.0.1", 1) if name == "peername" else default
 
     def set_write_buffer_limits(self, high=None, low=None):
@@ -360,10 +362,11 @@ class FakeTransport:
     abort = close
 
 
-def fake_connection(**limits):
+def fake_connection(sock=None, **limits):
     from gregor.broker.server import Connection
     conn = Connection(make_server(**limits))
     transport = FakeTransport()
+    transport.sock = sock
     conn.connection_made(transport)
     return conn, transport
 
@@ -399,6 +402,33 @@ def test_receive_a_huge_declared_frame_holds_no_more_than_what_arrived():
     assert conn.server.buffered_bytes == huge             # budget accounting, not memory
     conn.connection_lost(None)                            # the peer goes away mid-frame
     assert conn.rx.capacity == 0 and conn.server.buffered_bytes == 0
+
+
+def test_receive_a_large_frame_grows_to_what_waits_in_the_socket_at_once():
+    import socket
+    a, b = socket.socketpair()
+    try:
+        conn, transport = fake_connection(sock=a)
+        frame = encode_request(PRODUCE, 8, 1, "t", {
+            "transactional_id": None, "acks": 1, "timeout_ms": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0,
+                                                             "records": b"r" * 600_000}]}]})
+        first = conn.get_buffer(-1)
+        n = len(first)
+        b.sendall(frame[n:n + 200_000])       # arrived, not read yet
+        assert conn._socket_waiting() == 200_000
+        first[:] = frame[:n]
+        conn.buffer_updated(n)
+        conn.get_buffer(-1)                   # grows for what arrived: read + waiting
+        # 2 x (64 KiB read + 200,000 waiting) holds frame/2, not yet the frame; counting the
+        # read bytes alone would have allowed only frame/8
+        assert conn.rx.capacity == (len(frame) + 1) // 2 <= 2 * (n + 200_000)
+        assert conn.rx.moved == n
+        conn.connection_lost(None)
+        assert conn._socket_waiting() == 0    # the socket is no longer ours to ask
+    finally:
+        a.close()
+        b.close()
 
 
 def test_receive_a_huge_frame_over_the_limit_closes_before_buffering_it():
