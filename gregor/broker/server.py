@@ -15,7 +15,7 @@ requests may be pipelined up to `queued.max.requests` in flight per connection.
 
 Hostile input (a negative or oversized size prefix, an unknown API key, an unsupported version,
 an undecodable body) gets one log line and a closed connection; the server carries on. A
-connection holds a buffer of at most twice the bytes received of the frame under way (at least
+connection holds a buffer of at most twice the bytes arrived of the frame under way (at least
 64 KiB), never what a size prefix declares, and a frame is at most socket.request.max.bytes.
 """
 from __future__ import annotations
