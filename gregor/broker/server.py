@@ -1,8 +1,9 @@
 """The network layer: an asyncio server speaking size-prefixed Kafka frames.
 
-One `Connection` (an asyncio.Protocol) per client. Frames are cut from the byte stream, the
-header is peeked, the body decoded by the API's schema and handed to the handler registered
-for that API key. A handler returns one of:
+One `Connection` (an asyncio.BufferedProtocol) per client. Bytes are read straight into the
+connection's ReceiveBuffer (receive_buffer.py), which grows with what has arrived; frames are
+cut from it as views, the header is peeked, the body decoded by the API's schema and handed to
+the handler registered for that API key. A handler returns one of:
 
 - a response body (dict): the response is ready now;
 - an asyncio Future resolving to a body: the response waits (e.g. in the purgatory);
@@ -13,8 +14,9 @@ Responses leave in request order on each connection, whatever order their future
 requests may be pipelined up to `queued.max.requests` in flight per connection.
 
 Hostile input (a negative or oversized size prefix, an unknown API key, an unsupported version,
-an undecodable body) gets one log line and a closed connection; the server carries on. The only
-bytes held per connection are the ones received, and a frame is at most socket.request.max.bytes.
+an undecodable body) gets one log line and a closed connection; the server carries on. A
+connection holds a buffer of at most twice the bytes arrived of the frame under way (at least
+64 KiB), never what a size prefix declares, and a frame is at most socket.request.max.bytes.
 """
 from __future__ import annotations
 
@@ -25,19 +27,26 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+try:
+    from fcntl import ioctl
+    from termios import FIONREAD
+except ImportError:                   # not POSIX: growth counts only the bytes read
+    ioctl = FIONREAD = None
+
 from ..protocol.header import decode_request, encode_response, peek_request_header
 from ..protocol.primitives import DecodeError
+from .receive_buffer import ReceiveBuffer
 from .response_frames import encode_response_parts
 
 log = logging.getLogger("gregor.broker.server")
 
 NO_RESPONSE = object()
-_SIZE = struct.Struct(">i")
 _HTTP_PREFIXES = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN")
 _TLS_HANDSHAKE = 0x16
+_INT = struct.Struct("i")
 _FETCH = 1        # API key whose responses carry record batches, written without copying them
-# Frames at least this large are gathered as a list of received chunks and joined once,
-# instead of growing the connection buffer chunk by chunk and copying the frame out of it.
+# Frames at least this large reserve their declared size from the server's memory budget
+# (queued.max.request.bytes) while they arrive; smaller ones are not worth the bookkeeping.
 _LARGE_FRAME = 64 * 1024
 
 
@@ -88,16 +97,14 @@ class _Pending:
         self.started = started
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     def __init__(self, server: "Server"):
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self.buf = bytearray()
-        self._chunks: list | None = None     # a large frame being received
-        self._have = 0
-        self._size = 0
-        self._reserved = 0                   # bytes of the server's budget held by _chunks
+        self.rx = ReceiveBuffer()
+        self._fd = -1
+        self._reserved = 0                   # budget held by the large frame under way
         self.paused_for_memory = False
         self.pending: deque[_Pending] = deque()
         self.closed = False
@@ -129,6 +136,10 @@ class Connection(asyncio.Protocol):
         # Responses can be large (fetch); let the transport buffer a few of them before
         # asking us to stop reading from this client.
         transport.set_write_buffer_limits(high=srv.write_buffer_high)
+        sock = transport.get_extra_info("socket")
+        if ioctl is not None and sock is not None:
+            self._fd = sock.fileno()
+            self.rx.waiting = self._socket_waiting
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -138,8 +149,7 @@ class Connection(asyncio.Protocol):
         # Delayed operations of this connection still complete in their purgatory (the
         # broker's bookkeeping needs that); their responses have nowhere to go.
         self.pending.clear()
-        self.buf = bytearray()
-        self._chunks = None
+        self.rx.clear()
         if self._reserved:
             self.server.release(self._reserved)
             self._reserved = 0
@@ -152,78 +162,55 @@ class Connection(asyncio.Protocol):
         self.paused_for_writes = False
         self._update_reading()
 
-    def data_received(self, data) -> None:
+    def _socket_waiting(self) -> int:
+        """Bytes that have arrived in the socket and wait to be read: a large frame's buffer
+        may grow to what has really arrived at once instead of doubling read by read."""
+        if self.closed:
+            return 0
+        try:
+            return _INT.unpack(ioctl(self._fd, FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return 0
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.rx.writable()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.rx.received(nbytes)
         if self.closed:
             return
         self.last_active = time.monotonic()
+        self.server.metrics.bytes_in(nbytes)
+        self._cut_frames()
+
+    def _cut_frames(self) -> None:
+        """Hand on every complete frame received, in order, while reading is not paused."""
+        rx = self.rx
         srv = self.server
-        srv.metrics.bytes_in(len(data))
-        if self._chunks is not None:
-            # The rest of a large frame: keep the chunks as they come and join them once.
-            self._chunks.append(data)
-            self._have += len(data)
-            if self._have < self._size:
-                return
-            joined = b"".join(self._chunks)
-            self._chunks = None
-            self._handle_frame(memoryview(joined)[:self._size])
-            srv.release(self._reserved)
-            self._reserved = 0
-            data = joined[self._size:]
-            if self.closed or not data:
-                return
-        buf = self.buf
-        if buf or type(data) is not bytes:
-            buf += data
-            src = buf
-        else:
-            # Nothing pending: cut frames straight from the received bytes, which are
-            # immutable, so frames and the records in them can be views, not copies; only
-            # an incomplete small frame at the end is kept (copied) in buf.
-            src = data
-        pos, n = 0, len(src)
         max_size = srv.max_request_bytes
-        while n - pos >= 4 and not self.stopped_reading:
-            size = _SIZE.unpack_from(src, pos)[0]
-            if size < 0 or size > max_size:
-                self._hostile_size(size, bytes(src[pos:pos + 4]))
+        while not self.stopped_reading and not self.closed:
+            have = rx.pending()
+            if have < 4:
                 return
-            end = pos + 4 + size
-            if end > n:
-                if size >= _LARGE_FRAME:
+            size = rx.peek_size()
+            if size < 0 or size > max_size:
+                self._hostile_size(size, rx.prefix())
+                return
+            if have - 4 < size:
+                if size >= _LARGE_FRAME and not self._reserved:
                     if not srv.reserve(size):
                         # Other clients' large frames fill the memory budget: stop reading
-                        # from this one until they are done (the partial frame stays in buf).
+                        # from this one until they are done (what arrived stays in rx).
                         self.paused_for_memory = True
                         srv.memory_waiters.append(self)
                         self._update_reading()
-                        break
+                        return
                     self._reserved = size
-                    # Collect the rest as a list of chunks: only the bytes received are
-                    # held, and the frame is copied once when complete.
-                    if src is buf:
-                        with memoryview(buf) as view:
-                            self._chunks = [bytes(view[pos + 4:n])]
-                    else:
-                        self._chunks = [memoryview(src)[pos + 4:n]]
-                    self._have = n - pos - 4
-                    self._size = size
-                    pos = n
-                break
-            if src is buf:
-                with memoryview(buf) as view:       # one copy, not two
-                    frame = bytes(view[pos + 4:end])
-            else:
-                frame = memoryview(src)[pos + 4:end]
-            pos = end
-            self._handle_frame(frame)
-            if self.closed:
                 return
-        if src is buf:
-            if pos:
-                del buf[:pos]
-        elif pos < n:
-            buf += memoryview(src)[pos:]
+            self._handle_frame(rx.take(size))
+            if self._reserved:             # it was this frame's
+                srv.release(self._reserved)
+                self._reserved = 0
 
     # -- requests -------------------------------------------------------------------------
 
@@ -364,9 +351,9 @@ class Connection(asyncio.Protocol):
         elif not stop and self.stopped_reading:
             self.stopped_reading = False
             self.transport.resume_reading()
-            if self.buf:
+            if self.rx.pending():
                 # Frames that arrived before we paused are still waiting in the buffer.
-                asyncio.get_running_loop().call_soon(self.data_received, b"")
+                asyncio.get_running_loop().call_soon(self._cut_frames)
 
     def close_after_pending(self, reason: str) -> None:
         """Write the responses already owed, then close."""

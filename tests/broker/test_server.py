@@ -3,6 +3,8 @@ hostile input."""
 import asyncio
 import struct
 
+import pytest
+
 from gregor.broker.metrics import BrokerMetrics
 from gregor.broker.server import NO_RESPONSE, CloseConnection, Handler, Server
 from gregor.protocol import messages
@@ -323,3 +325,230 @@ def test_records_reach_the_handler_intact_whatever_the_reads():
         run_with_server(scenario)
 
     check()
+
+
+# -- the receive path: a Connection with a stand-in transport (sans I/O), then real sockets ----
+
+class FakeTransport:
+    def __init__(self):
+        self.written = bytearray()
+        self.closed = False
+        self.reading = True
+
+    def get_extra_info(self, name, default=None):
+        if name == "socket":
+            return self.sock
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high=None, low=None):
+        pass
+
+    def write(self, data):
+        self.written += data
+
+    def writelines(self, parts):
+        for p in parts:
+            self.written += p
+
+    def pause_reading(self):
+        self.reading = False
+
+    def resume_reading(self):
+        self.reading = True
+
+    def close(self):
+        self.closed = True
+
+    abort = close
+
+
+def fake_connection(sock=None, **limits):
+    from gregor.broker.server import Connection
+    conn = Connection(make_server(**limits))
+    transport = FakeTransport()
+    transport.sock = sock
+    conn.connection_made(transport)
+    return conn, transport
+
+
+def feed(conn, data: bytes) -> None:
+    """What a transport does: read into get_buffer()'s room, report with buffer_updated()."""
+    while data and not conn.closed:
+        room = conn.get_buffer(-1)
+        n = min(len(room), len(data))
+        room[:n] = data[:n]
+        conn.buffer_updated(n)
+        data = data[n:]
+
+
+def responses(written: bytes, api, version):
+    out, pos = [], 0
+    while pos < len(written):
+        size = struct.unpack_from(">i", written, pos)[0]
+        out.append(decode_response(api, version, bytes(written[pos + 4:pos + 4 + size]))[0])
+        pos += 4 + size
+    return out
+
+
+def test_receive_a_huge_declared_frame_holds_no_more_than_what_arrived():
+    from gregor.broker.receive_buffer import MIN_CAPACITY
+    huge = 100_000_000
+    conn, transport = fake_connection(max_request_bytes=200_000_000)
+    feed(conn, struct.pack(">i", huge) + b"\x00\x03\x00\x01\x00\x00")        # 10 bytes
+    assert conn.rx.capacity <= MIN_CAPACITY and not transport.closed
+    feed(conn, b"x" * 300_000)
+    assert conn.rx.pending() == 300_010
+    assert conn.rx.capacity <= 2 * conn.rx.pending()
+    assert conn.server.buffered_bytes == huge             # budget accounting, not memory
+    conn.connection_lost(None)                            # the peer goes away mid-frame
+    assert conn.rx.capacity == 0 and conn.server.buffered_bytes == 0
+
+
+def test_receive_a_large_frame_grows_to_what_waits_in_the_socket_at_once():
+    import socket
+    a, b = socket.socketpair()
+    try:
+        conn, transport = fake_connection(sock=a)
+        frame = encode_request(PRODUCE, 8, 1, "t", {
+            "transactional_id": None, "acks": 1, "timeout_ms": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0,
+                                                             "records": b"r" * 600_000}]}]})
+        first = conn.get_buffer(-1)
+        n = len(first)
+        b.sendall(frame[n:n + 200_000])       # arrived, not read yet
+        assert conn._socket_waiting() == 200_000
+        first[:] = frame[:n]
+        conn.buffer_updated(n)
+        conn.get_buffer(-1)                   # grows for what arrived: read + waiting
+        # 2 x (64 KiB read + 200,000 waiting) holds frame/2, not yet the frame; counting the
+        # read bytes alone would have allowed only frame/8
+        assert conn.rx.capacity == (len(frame) + 1) // 2 <= 2 * (n + 200_000)
+        assert conn.rx.moved == n
+        conn.connection_lost(None)
+        assert conn._socket_waiting() == 0    # the socket is no longer ours to ask
+    finally:
+        a.close()
+        b.close()
+
+
+def test_receive_a_huge_frame_over_the_limit_closes_before_buffering_it():
+    from gregor.broker.receive_buffer import MIN_CAPACITY
+    conn, transport = fake_connection()                   # max_request_bytes = 1 MiB
+    feed(conn, struct.pack(">i", 100_000_000) + b"x" * 6)
+    assert transport.closed and conn.closed
+    assert conn.rx.capacity <= MIN_CAPACITY
+    conn.connection_lost(None)
+    assert conn.rx.capacity == 0
+
+
+def _pipelined_stream():
+    # answered at once (no topics), of varied sizes (client ids)
+    frames = [encode_request(METADATA, 1, i, "c" * (i * 13), {"topics": []}) for i in range(6)]
+    frames.insert(3, encode_request(PRODUCE, 8, 100, "t", {
+        "transactional_id": None, "acks": 1, "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0,
+                                                         "records": b"r" * 150_000}]}]}))
+    return b"".join(frames), [0, 1, 2, 100, 3, 4, 5]
+
+
+def _answered(transport):
+    # Metadata v1 and Produce v8 responses both start with the correlation id after the size
+    out, pos, w = [], 0, transport.written
+    while pos < len(w):
+        size, corr = struct.unpack_from(">ii", w, pos)
+        out.append(corr)
+        pos += 4 + size
+    return out
+
+
+def test_receive_many_frames_in_one_chunk_and_every_split_answer_alike():
+    stream, corrs = _pipelined_stream()
+    conn, transport = fake_connection()
+    feed(conn, stream)                                    # as large reads as the buffer allows
+    assert _answered(transport) == corrs
+    # cut at every byte boundary of the small frames and around the large frame's edges
+    small_end = stream.index(b"r" * 100)
+    cuts = list(range(1, small_end)) + list(range(len(stream) - 600, len(stream)))
+    for cut in cuts:
+        conn, transport = fake_connection()
+        feed(conn, stream[:cut])
+        feed(conn, stream[cut:])
+        assert _answered(transport) == corrs, cut
+        assert not conn.closed
+
+
+def test_receive_one_byte_at_a_time():
+    stream, corrs = _pipelined_stream()
+    conn, transport = fake_connection()
+    for i in range(len(stream)):
+        feed(conn, stream[i:i + 1])
+    assert _answered(transport) == corrs
+
+
+def test_receive_paused_for_the_queue_keeps_frames_and_resumes_in_order():
+    async def main():
+        stream = b"".join(encode_request(METADATA, 1, i, "t", {"topics": [{"name": "5"}]})
+                          for i in range(40))
+        conn, transport = fake_connection(max_in_flight=4)
+        feed(conn, stream)                    # one read brings all 40; only 4 are taken
+        assert not transport.reading and len(conn.pending) == 4
+        assert conn.rx.pending() > 0
+        for _ in range(200):
+            if len(_answered(transport)) == 40:
+                break
+            await asyncio.sleep(0.01)
+        assert _answered(transport) == list(range(40))
+    asyncio.run(main())
+
+
+def run_on(loop_name, scenario, **limits):
+    async def main():
+        srv = make_server(**limits)
+        _, port = await srv.start("127.0.0.1", 0)
+        try:
+            await scenario(srv, port)
+        finally:
+            srv.stop_accepting()
+            await srv.close()
+    if loop_name == "uvloop":
+        import uvloop
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
+    else:
+        asyncio.run(main())
+
+
+async def _until(cond):
+    for _ in range(500):            # waits for bytes to travel, asserts nothing about time
+        if cond():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_receive_over_sockets_huge_declared_frame_then_serving_others(loop_name):
+    from gregor.broker.receive_buffer import MIN_CAPACITY
+
+    async def scenario(srv, port):
+        r1, w1 = await open_conn(port)
+        w1.write(struct.pack(">i", 100_000_000) + b"\x00\x03\x00\x01\x00\x00")
+        await _until(lambda: any(c.rx.pending() == 10 for c in srv.connections))
+        (conn,) = srv.connections
+        assert conn.rx.capacity <= MIN_CAPACITY
+        w1.write(b"x" * 500_000)
+        await _until(lambda: conn.rx.pending() == 500_010)
+        assert conn.rx.capacity <= 2 * conn.rx.pending()
+        w1.close()                                   # gone mid-frame
+        await _until(lambda: not srv.connections)
+        assert conn.rx.capacity == 0 and srv.buffered_bytes == 0
+        r2, w2 = await open_conn(port)
+        stream, corrs = _pipelined_stream()
+        w2.write(stream)
+        got = []
+        for c in corrs:
+            api, v = (PRODUCE, 8) if c == 100 else (METADATA, 1)
+            got.append((await read_response(r2, api, v))[0])
+        assert got == corrs
+        w2.close()
+    run_on(loop_name, scenario, max_request_bytes=200_000_000)
