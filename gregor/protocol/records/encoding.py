@@ -344,15 +344,15 @@ def assemble_arrow_batch(timestamps, keys, values, base_timestamp: int, max_time
     buffers = []
 
     def alloc(size):
-        buf = bytearray(_BATCH_HEADER + size)     # zero pages: only the used part is touched
+        # The exact final size (records_size): the batch is never resized afterwards (a
+        # resize fails while any view of the buffer is alive) and no slack is zero-filled.
+        buf = bytearray(_BATCH_HEADER + size)
         buffers.append(buf)
         return np.frombuffer(buf, dtype=np.uint8, offset=_BATCH_HEADER)
     section = encode_records_arrow(timestamps, keys, values, base_timestamp, alloc)
     end = len(section)
     section.release()
-    del section                                   # no view of buf may remain before resizing
     buf = buffers.pop()
-    del buf[_BATCH_HEADER + end:]
     n = len(values)
     attrs = TRANSACTIONAL_BIT if transactional else 0
     _TAIL.pack_into(buf, _HEAD.size, attrs, n - 1, base_timestamp, max_timestamp, producer_id,

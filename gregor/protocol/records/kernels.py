@@ -15,10 +15,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# Per-record bytes beyond key and value: length (<= 5), attributes (1), timestamp delta
-# (<= 10), offset delta (<= 5), key length (<= 5), value length (<= 5), header count (1).
-MAX_RECORD_OVERHEAD = 32
-
 
 @njit(cache=True, nogil=True, inline="always")
 def _varint_size(v):
@@ -60,10 +56,32 @@ def _put_field(out, p, data, start, length):
     return p
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _record_body_size(kl, vl, td, j):
+    """Bytes of a record after its length varint: attributes, deltas, key, value, header
+    count (kl / vl -1 for null)."""
+    return (2 + _varint_size(td) + _varint_size(j) + _varint_size(kl) + max(kl, 0)
+            + _varint_size(vl) + max(vl, 0))
+
+
+@njit(cache=True, nogil=True)
+def records_size(koffs, kvalid, voffs, vvalid, rows, tdelta):
+    """Exact byte size of the records section encode_columns writes for these rows: the
+    output is allocated once at its final size (never trimmed afterwards)."""
+    total = 0
+    for j in range(len(rows)):
+        i = rows[j]
+        kl = _span(koffs, kvalid, i)[1]
+        vl = _span(voffs, vvalid, i)[1]
+        body = _record_body_size(kl, vl, tdelta[j], j)
+        total += _varint_size(body) + body
+    return total
+
+
 @njit(cache=True, nogil=True)
 def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out):
-    """Write the records section of headerless records into out (sized at least their data
-    bytes + MAX_RECORD_OVERHEAD per record); return the bytes written. Record j is row
+    """Write the records section of headerless records into out (records_size bytes);
+    return the bytes written. Record j is row
     rows[j] of the columns (so a selection needs no copy of the columns first); tdelta[j] is
     its timestamp minus the batch's base timestamp; offset deltas are 0, 1, 2, ..."""
     p = 0
@@ -72,8 +90,7 @@ def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out
         ka, kl = _span(koffs, kvalid, i)
         va, vl = _span(voffs, vvalid, i)
         td = tdelta[j]
-        body = (2 + _varint_size(td) + _varint_size(j) + _varint_size(kl) + max(kl, 0)
-                + _varint_size(vl) + max(vl, 0))
+        body = _record_body_size(kl, vl, td, j)
         p = _put_varint(out, p, body)
         out[p] = 0                     # attributes
         p = _put_varint(out, p + 1, td)
@@ -152,16 +169,17 @@ def encode_records_columns(keys: Column, values: Column, tdelta: np.ndarray,
                            rows: np.ndarray | None = None, alloc=None):
     """Records section (a uint8 array) for headerless records given as columns: all rows
     in order, or the selected `rows`. alloc(nbytes) may supply the output array (a reused
-    scratch buffer); by default a new one."""
+    scratch buffer, or a batch's own buffer); it is asked for the exact size."""
     if rows is None:
         rows = np.arange(len(values.valid), dtype=np.int64)
-        nbytes = keys.nbytes + values.nbytes
-    else:
-        nbytes = int(keys.lengths()[rows].sum() + values.lengths()[rows].sum())
-    size = nbytes + MAX_RECORD_OVERHEAD * len(rows)
+    args = kernel_args(keys.offsets, keys.data, keys.valid, values.offsets, values.data,
+                       values.valid, rows, tdelta)
+    koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta = args
+    size = records_size(koffs, kvalid, voffs, vvalid, rows, tdelta)
     out = np.empty(size, dtype=np.uint8) if alloc is None else alloc(size)
-    end = encode_columns(*kernel_args(keys.offsets, keys.data, keys.valid, values.offsets,
-                                 values.data, values.valid, rows, tdelta), out)
+    end = encode_columns(*args, out)
+    if end != size:     # the two kernels disagree: a bug, never bytes on the wire
+        raise RuntimeError(f"records section of {end} bytes, {size} expected")
     return out[:end]
 
 
