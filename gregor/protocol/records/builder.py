@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from ..compression import NONE, codec_id
-from .encoding import assemble_arrow_batch, assemble_batch, encode_records, is_arrow
+from .encoding import (UNIFORM_MIN_RECORDS, assemble_arrow_batch, assemble_batch,
+                       assemble_uniform_batch, encode_records, is_arrow)
 from .header import HEADER_SIZE
 
 _RECORD_OVERHEAD = 12
@@ -166,6 +167,15 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
                                      transactional=transactional,
                                      partition_leader_epoch=partition_leader_epoch)
         return batch if mutable else bytes(batch)
+    if headers is None and n >= UNIFORM_MIN_RECORDS and codec_id(compression) == NONE:
+        batch = assemble_uniform_batch(timestamps, keys, values, base_ts, max_ts,
+                                       base_offset=base_offset, producer_id=producer_id,
+                                       producer_epoch=producer_epoch,
+                                       base_sequence=base_sequence,
+                                       transactional=transactional,
+                                       partition_leader_epoch=partition_leader_epoch)
+        if batch is not None:
+            return batch if mutable else bytes(batch)
     body = encode_records(timestamps, keys, values, headers, base_ts)
     return assemble_batch(body, n, base_ts, max_ts, base_offset=base_offset,
                           compression=codec_id(compression), producer_id=producer_id,

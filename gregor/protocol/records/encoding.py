@@ -126,11 +126,12 @@ def _put_varints(block: np.ndarray, col: int, zz: np.ndarray, nbytes: int) -> No
         block[:, col + k] = byte
 
 
-def encode_records_uniform(timestamps, keys, values, base_timestamp: int):
+def encode_records_uniform(timestamps, keys, values, base_timestamp: int, alloc=None):
     """Records section for records whose keys (or all-null keys) and values each have one
     length, or None when they do not. Records then differ only in the byte lengths of their
     timestamp and offset deltas, so each run of records with the same layout is written as
-    one 2-D numpy block, column by column: no per-record Python work at all."""
+    one 2-D numpy block, column by column: no per-record Python work at all. alloc(nbytes)
+    may supply the output (exact size); by default a per-thread scratch buffer."""
     n = len(values)
     if not isinstance(values, list) or not isinstance(keys, list):
         return None
@@ -176,7 +177,7 @@ def encode_records_uniform(timestamps, keys, values, base_timestamp: int):
         size = len(varint(body)) + body
         runs.append((a, b, td_n, od_n, body, size, total))
         total += (b - a) * size
-    out = _scratch_array(total)
+    out = (alloc or _scratch_array)(total)
     kmat = _gathered("keys", keys, n * kbytes).reshape(n, kbytes) if kbytes else None
     vmat = _gathered("values", values, n * vlen).reshape(n, vlen) if vlen else None
     for a, b, td_n, od_n, body, size, start in runs:
@@ -334,32 +335,54 @@ def encode_records_arrow(timestamps, keys, values, base_timestamp: int, alloc=No
 _BATCH_HEADER = _HEAD.size + _TAIL.size      # 61 bytes before the records section
 
 
-def assemble_arrow_batch(timestamps, keys, values, base_timestamp: int, max_timestamp: int, *,
-                         base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1,
-                         base_sequence: int = -1, transactional: bool = False,
-                         partition_leader_epoch: int = -1) -> bytearray:
-    """An uncompressed batch of headerless records from Arrow columns (see
-    encode_records_arrow), the kernel writing the records straight into the batch's buffer:
-    no copy of the records section into a batch (assemble_batch's join)."""
+def assemble_in_place(encode, count: int, base_timestamp: int, max_timestamp: int, *,
+                      base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1,
+                      base_sequence: int = -1, transactional: bool = False,
+                      partition_leader_epoch: int = -1) -> bytearray | None:
+    """An uncompressed batch whose records section encode(alloc) writes straight into the
+    batch's buffer (alloc(nbytes) gives a uint8 array of exactly the section's size after
+    room for the header): no copy of the section into a batch (assemble_batch's join).
+    None when encode returns None (it declined the records)."""
     buffers = []
 
     def alloc(size):
-        # The exact final size (records_size): the batch is never resized afterwards (a
-        # resize fails while any view of the buffer is alive) and no slack is zero-filled.
+        # The exact final size: the batch is never resized afterwards (a resize fails while
+        # any view of the buffer is alive) and no slack is zero-filled.
         buf = bytearray(_BATCH_HEADER + size)
         buffers.append(buf)
         return np.frombuffer(buf, dtype=np.uint8, offset=_BATCH_HEADER)
-    section = encode_records_arrow(timestamps, keys, values, base_timestamp, alloc)
+    section = encode(alloc)
+    if section is None:
+        return None
     end = len(section)
     section.release()
     buf = buffers.pop()
-    n = len(values)
     attrs = TRANSACTIONAL_BIT if transactional else 0
-    _TAIL.pack_into(buf, _HEAD.size, attrs, n - 1, base_timestamp, max_timestamp, producer_id,
-                    producer_epoch, base_sequence, n)
+    _TAIL.pack_into(buf, _HEAD.size, attrs, count - 1, base_timestamp, max_timestamp,
+                    producer_id, producer_epoch, base_sequence, count)
     crc = crc32c.crc32c(memoryview(buf)[_HEAD.size:])
     _HEAD.pack_into(buf, 0, base_offset, 49 + end, partition_leader_epoch, 2, crc)
     return buf
+
+
+def assemble_arrow_batch(timestamps, keys, values, base_timestamp: int, max_timestamp: int,
+                         **fields) -> bytearray:
+    """An uncompressed batch of headerless records from Arrow columns (see
+    encode_records_arrow), written in place (assemble_in_place)."""
+    return assemble_in_place(
+        lambda alloc: encode_records_arrow(timestamps, keys, values, base_timestamp, alloc),
+        len(values), base_timestamp, max_timestamp, **fields)
+
+
+def assemble_uniform_batch(timestamps, keys, values, base_timestamp: int, max_timestamp: int,
+                           **fields) -> bytearray | None:
+    """An uncompressed batch of records the uniform encoder takes (lists, no headers, one
+    key length and one value length), written in place; None when it does not take them."""
+    if keys is None:
+        keys = [None] * len(values)
+    return assemble_in_place(
+        lambda alloc: encode_records_uniform(timestamps, keys, values, base_timestamp, alloc),
+        len(values), base_timestamp, max_timestamp, **fields)
 
 
 def encode_records(timestamps, keys, values, headers, base_timestamp: int):

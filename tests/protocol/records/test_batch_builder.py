@@ -211,3 +211,18 @@ def test_uniform_path_from_several_threads_at_once():
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(build, range(8)))
+
+
+@pytest.mark.parametrize("null_keys", [False, True])
+def test_uniform_batch_written_in_place_equals_the_general_path(null_keys):
+    from gregor.protocol.records.encoding import UNIFORM_MIN_RECORDS, assemble_batch
+    n = UNIFORM_MIN_RECORDS + 5
+    keys = None if null_keys else [b"k%07d" % i for i in range(n)]
+    values = [b"v%011d" % i for i in range(n)]
+    ts = [1_700_000_000_000 + i * 3 for i in range(n)]
+    fields = dict(producer_id=9, producer_epoch=2, base_sequence=40, transactional=True,
+                  partition_leader_epoch=5, base_offset=7)
+    got = build_batch_bulk(keys, values, ts, mutable=True, **fields)
+    assert type(got) is bytearray
+    section = encode_records_loop(ts, keys or [None] * n, values, None, ts[0])
+    assert got == assemble_batch(section, n, ts[0], ts[-1], **fields)
