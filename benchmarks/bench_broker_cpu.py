@@ -161,6 +161,38 @@ def produce_frame(topic: str, partitions: int, acks: int) -> bytes:
     return encode_request(PRODUCE, 8, 1, "bench-raw", request)
 
 
+def send_pipelined(sock, frame: bytes, count: int, on_response=None) -> None:
+    """Send frame `count` times with up to IN_FLIGHT unanswered; on_response(body) for each
+    response frame (body without its size prefix), in order."""
+    sent = done = 0
+    buf = bytearray()
+    while done < count:
+        while sent < count and sent - done < IN_FLIGHT:
+            sock.sendall(frame)
+            sent += 1
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise RuntimeError("the server closed the connection")
+        buf += chunk
+        while len(buf) >= 4:
+            size = struct.unpack_from(">i", buf)[0]
+            if len(buf) < 4 + size:
+                break
+            if on_response is not None:
+                on_response(bytes(buf[4:4 + size]))
+            del buf[:4 + size]
+            done += 1
+
+
+def _check_produce(response: bytes) -> None:
+    _, body = decode_response(PRODUCE, 8, response)
+    for t in body["responses"]:
+        for p in t["partition_responses"]:
+            if p["error_code"]:
+                raise RuntimeError(f"produce to {t['name']}-{p['index']} failed: "
+                                   f"error {p['error_code']} {p['error_message']}")
+
+
 def raw_load(bootstrap: str, topic: str, partitions: int, records: int, acks: int) -> int:
     """Send the same request until `records` records are acknowledged; returns the count."""
     frame = produce_frame(topic, partitions, acks)
@@ -168,28 +200,7 @@ def raw_load(bootstrap: str, topic: str, partitions: int, records: int, acks: in
     requests = -(-records // per_request)
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=60) as s:
-        sent = done = 0
-        buf = bytearray()
-        while done < requests:
-            while sent < requests and sent - done < IN_FLIGHT:
-                s.sendall(frame)
-                sent += 1
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                raise RuntimeError("the broker closed the connection")
-            buf += chunk
-            while len(buf) >= 4:
-                size = struct.unpack_from(">i", buf)[0]
-                if len(buf) < 4 + size:
-                    break
-                _, body = decode_response(PRODUCE, 8, bytes(buf[4:4 + size]))
-                del buf[:4 + size]
-                for t in body["responses"]:
-                    for p in t["partition_responses"]:
-                        if p["error_code"]:
-                            raise RuntimeError(f"produce to {t['name']}-{p['index']} failed: "
-                                               f"error {p['error_code']} {p['error_message']}")
-                done += 1
+        send_pipelined(s, frame, requests, _check_produce)
     return requests * per_request
 
 

@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-IN_FLIGHT = 4
 
 
 def serve(loop_name: str, partitions: int, requests: int) -> None:
@@ -62,28 +61,15 @@ def serve(loop_name: str, partitions: int, requests: int) -> None:
 
 def client(port: int, partitions: int, requests: int) -> None:
     import socket
-    import struct
 
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_broker_cpu import produce_frame
+    from bench_broker_cpu import produce_frame, send_pipelined
 
     frame = produce_frame("t", partitions, 1)
     s = socket.create_connection(("127.0.0.1", port))
 
     def run(count):
-        sent = done = 0
-        buf = bytearray()
-        while done < count:
-            while sent < count and sent - done < IN_FLIGHT:
-                s.sendall(frame)
-                sent += 1
-            chunk = s.recv(65536)
-            if not chunk:
-                raise RuntimeError("the server closed the connection")
-            buf += chunk
-            while len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">i", buf)[0]:
-                del buf[:4 + struct.unpack_from(">i", buf)[0]]
-                done += 1
+        send_pipelined(s, frame, count)
 
     run(20)
     print("ready", flush=True)
@@ -106,6 +92,8 @@ def main() -> int:
     ap.add_argument("--loops", default="uvloop,asyncio")
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
     args = ap.parse_args()
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_broker_cpu import IN_FLIGHT   # the client's (send_pipelined's) pipelining
     trees = {"this": REPO} | {n: Path(d).resolve() for n, d in
                               (t.split("=", 1) for t in args.tree)}
     print(f"server CPU per Produce request received and decoded (us; best / median of "

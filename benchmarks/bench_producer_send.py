@@ -16,7 +16,10 @@ so each optimisation keeps its evidence:
     encode time) vs time() * 1000.0 into an array('d') (read as a buffer at encode time);
   - distributing a keyed stage of 1 vs 4 batch.size worth of records per partition;
   - framing a Produce request with a 1 MB batch: encode_request (copies it into a new frame)
-    vs client/frames.py's request_frame (keeps it by reference, sent with sendmsg).
+    vs client/frames.py's request_frame (keeps it by reference, sent with sendmsg);
+  - encoding an uncompressed send() batch of 8,000 same-length records: the uniform encoder
+    into scratch then copied into the batch (assemble_batch) vs written in place
+    (build_batch_bulk's assemble_uniform_batch).
 Best of --rounds; the machine is shared, so compare numbers within one run.
 """
 from __future__ import annotations
@@ -39,6 +42,8 @@ from gregor.client.producer import staging  # noqa: E402
 from gregor.client.producer.batch import FutureRecordMetadata, ProduceResult  # noqa: E402
 from gregor.protocol import messages  # noqa: E402
 from gregor.protocol.header import encode_request  # noqa: E402
+from gregor.protocol.records.encoding import (assemble_batch, assemble_uniform_batch,  # noqa: E402
+                                              encode_records_uniform)
 from tests.client.producer.fakes import make_producer  # noqa: E402
 
 CHUNK = 20_000        # records between sender runs: bounds memory like a real linger would
@@ -182,6 +187,21 @@ def frame_cost(make_frame, rounds=50):
     return (time.thread_time() - t0) / rounds * 1e6
 
 
+def uniform_batch_cost(in_place: bool, keys, rounds=50) -> float:
+    """ns per record to encode one uncompressed batch of 8,000 send()-shaped records."""
+    n = 8000
+    ks, vs = keys[:n], [VALUE] * n
+    ts = np.arange(n, dtype=np.int64) + 1_700_000_000_000
+    t0 = time.thread_time()
+    for _ in range(rounds):
+        if in_place:
+            assemble_uniform_batch(ts, ks, vs, int(ts[0]), int(ts[-1]))
+        else:
+            assemble_batch(encode_records_uniform(ts, ks, vs, int(ts[0])), n, int(ts[0]),
+                           int(ts[-1]), mutable=True)
+    return (time.thread_time() - t0) / (rounds * n) * 1e9
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=200_000)
@@ -220,6 +240,10 @@ def main():
     print(f"  Produce frame with a 1 MB batch, us per request: encode_request "
           f"{min(olds):.0f}-{max(olds):.0f}   pieces {min(news):.0f}-{max(news):.0f} "
           f"(a 1 MB batch holds ~8,000 records of 110 B)")
+    old = best(lambda: uniform_batch_cost(False, keys), args.rounds)
+    new = best(lambda: uniform_batch_cost(True, keys), args.rounds)
+    print(f"  uncompressed batch, uniform encoder: copied into the batch {old:6.1f}   "
+          f"in place {new:6.1f}   ({old / new:.2f}x)")
 
 
 if __name__ == "__main__":

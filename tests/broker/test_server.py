@@ -73,7 +73,8 @@ async def closed(reader, timeout=2.0):
     return data == b""
 
 
-def run_with_server(scenario, **limits):
+def run_with_server(scenario, loop_name="asyncio", **limits):
+    """Run scenario(server, port) against a fresh server on stock asyncio or uvloop."""
     async def main():
         srv = make_server(**limits)
         _, port = await srv.start("127.0.0.1", 0)
@@ -82,7 +83,12 @@ def run_with_server(scenario, **limits):
         finally:
             srv.stop_accepting()
             await srv.close()
-    asyncio.run(main())
+    if loop_name == "uvloop":
+        import uvloop
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
+    else:
+        asyncio.run(main())
 
 
 def test_responses_keep_request_order_when_earlier_ones_wait():
@@ -501,23 +507,6 @@ def test_receive_paused_for_the_queue_keeps_frames_and_resumes_in_order():
     asyncio.run(main())
 
 
-def run_on(loop_name, scenario, **limits):
-    async def main():
-        srv = make_server(**limits)
-        _, port = await srv.start("127.0.0.1", 0)
-        try:
-            await scenario(srv, port)
-        finally:
-            srv.stop_accepting()
-            await srv.close()
-    if loop_name == "uvloop":
-        import uvloop
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(main())
-    else:
-        asyncio.run(main())
-
-
 async def _until(cond):
     for _ in range(500):            # waits for bytes to travel, asserts nothing about time
         if cond():
@@ -551,4 +540,4 @@ def test_receive_over_sockets_huge_declared_frame_then_serving_others(loop_name)
             got.append((await read_response(r2, api, v))[0])
         assert got == corrs
         w2.close()
-    run_on(loop_name, scenario, max_request_bytes=200_000_000)
+    run_with_server(scenario, loop_name, max_request_bytes=200_000_000)
