@@ -5,7 +5,9 @@
 Part 1 drives a real Producer on the tests' fake network (tests/client/producer/fakes.py) in
 one thread: CPU time of send() per record (the caller's side) and of the sender's drain +
 encode per record (the I/O thread's side), for the shapes of benchmarks/bench_producer.py
-(10 B keys, 100 B values) on 1 and 6 partitions, plus null keys and explicit partitions.
+(10 B keys, 100 B values) on 1 and 6 partitions, plus null keys and explicit partitions,
+through send()'s compiled path (_fastpath.pyx) and its Python path side by side (the Python
+path stages keyed records and hashes them in bulk; the compiled one hashes each key).
 bench_producer.py measures the whole client against a broker; this one isolates the Python
 work per record, which is what the GIL serialises.
 
@@ -38,7 +40,7 @@ sys.path.insert(0, str(REPO))
 
 from gregor.client.frames import request_frame  # noqa: E402
 from gregor.client.producer import accumulator as acc_mod  # noqa: E402
-from gregor.client.producer import staging  # noqa: E402
+from gregor.client.producer import fastpath, staging  # noqa: E402
 from gregor.client.producer.batch import FutureRecordMetadata, ProduceResult  # noqa: E402
 from gregor.protocol import messages  # noqa: E402
 from gregor.protocol.header import encode_request  # noqa: E402
@@ -73,11 +75,12 @@ def drive(p, net, clock):
     return time.thread_time() - t0
 
 
-def send_cost(partitions, keys, mode):
-    """(send us/record, sender us/record) for one pass over keys."""
+def send_cost(partitions, keys, mode, path):
+    """(send us/record, sender us/record) for one pass over keys, through send()'s compiled
+    path (_fastpath.pyx) or its Python one."""
     p, net, clock = make_producer({"t": partitions}, acks=1, **{"buffer.memory": 1 << 28})
     p.partitions_for("t")
-    send = p.send
+    send = p.send if path == "compiled" else p._py_send
     t_send = t_sender = 0.0
     for lo in range(0, len(keys), CHUNK):
         chunk = keys[lo:lo + CHUNK]
@@ -210,12 +213,22 @@ def main():
     keys = make_keys(args.records)
     print(f"send() on a fake network, {args.records:,} records, 10 B keys, 100 B values, "
           f"best of {args.rounds} (us of CPU per record)")
-    print(f"  {'case':34s} {'send()':>8s} {'sender':>8s} {'total':>8s}")
+    paths = ("compiled", "python") if fastpath.FastSend is not None else ("python",)
+    if len(paths) == 1:
+        print("  (the compiled path is not built or GREGOR_PURE_PYTHON is set: Python only)")
+    print(f"  {'case':34s} {'path':>9s} {'send()':>8s} {'sender':>8s} {'total':>8s}")
     for parts, mode in ((1, "keyed"), (6, "keyed"), (6, "null-key"), (6, "explicit")):
-        runs = [send_cost(parts, keys, mode) for _ in range(args.rounds)]
-        s = min(r[0] for r in runs)
-        d = min(r[1] for r in runs)
-        print(f"  {f'{parts} partition(s), {mode}':34s} {s:8.3f} {d:8.3f} {s + d:8.3f}")
+        totals = {}
+        for path in paths:
+            runs = [send_cost(parts, keys, mode, path) for _ in range(args.rounds)]
+            s = min(r[0] for r in runs)
+            d = min(r[1] for r in runs)
+            totals[path] = s + d
+            print(f"  {f'{parts} partition(s), {mode}':34s} {path:>9s} {s:8.3f} {d:8.3f} "
+                  f"{s + d:8.3f}")
+        if len(totals) == 2:
+            print(f"  {'':34s} {'python / compiled, total':>27s} "
+                  f"{totals['python'] / totals['compiled']:8.2f}x")
 
     n = args.records
     print(f"\nbuilding blocks, ns per record (best of {args.rounds}); old vs new")

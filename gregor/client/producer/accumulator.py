@@ -13,6 +13,7 @@ import time
 
 from ..errors import KafkaTimeoutError, ProducerClosedError
 from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch, future_for
+from .fastpath import new_lock
 from .split import split_records
 from .staging import KeyedStage, distribute
 
@@ -90,7 +91,7 @@ class RecordAccumulator:
         self.pool = pool
         self.delivery_timeout = delivery_timeout_s
         self.clock = clock
-        self.lock = threading.Lock()
+        self.lock = new_lock()
         # topic -> list indexed by partition of deques (None until used): no tuple per send().
         self.topics: dict[str, list] = {}
         # topic -> list indexed by partition of the batch still taking records (or None).
@@ -270,6 +271,9 @@ class RecordAccumulator:
             dq.append(b)
             self.incomplete.add(b)
             opened[b.partition] = b  # open: later records of the partition join it
+        if st.reserved:  # what the batches did not take
+            self.pool.deallocate(st.reserved)
+            st.reserved = 0
 
     def seal_open(self) -> None:
         """Make every open batch (and staged record) ready to send now instead of after

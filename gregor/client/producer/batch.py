@@ -21,6 +21,7 @@ import numpy as np
 from ...protocol.records.builder import build_batch_bulk
 from ...protocol.records.header import CRC_OFFSET, compute_crc
 from ..errors import KafkaTimeoutError
+from .fastpath import FutureCore
 
 log = logging.getLogger("gregor.client.producer")
 
@@ -97,14 +98,14 @@ class ProduceResult:
         return r, index
 
 
-class FutureRecordMetadata:
+class FutureRecordMetadata(FutureCore):
     """A concurrent.futures.Future-like handle on one record's delivery. Made by
     `future_for(result, index)` (or inline in send()'s fast path)."""
 
     # No __init__: send() makes one per record, and a bare FutureRecordMetadata() with its
     # two slots set afterwards costs half as much as a call through a Python __init__
     # (~50 ns against ~100 ns a record, see benchmarks/bench_producer_send.py).
-    __slots__ = ("_result", "_index")
+    __slots__ = ()
 
     def _wait(self, timeout):
         r, i = self._result, self._index

@@ -18,8 +18,9 @@ from ..metadata import Metadata
 from ..network import NetworkClient
 from .accumulator import BATCH_OVERHEAD, RecordAccumulator, estimate_record_size
 from .availability import NodeAvailability
-from .batch import TIMESTAMP_LIMIT, FutureRecordMetadata, RecordMetadata  # noqa: F401
+from .batch import TIMESTAMP_LIMIT, FutureRecordMetadata, ProducerBatch, RecordMetadata  # noqa: F401
 from .buffer_pool import BufferPool
+from .fastpath import FastLock, FastSend
 from .idempotence import IdempotenceManager
 from .metrics import ProducerMetrics
 from .partitioners import BuiltInPartitioner, partitioner_from_config
@@ -153,6 +154,11 @@ class Producer:
         self._acc_lock = self._acc.lock
         self._stages = self._acc.stages
         self._metadata.listeners.append(self._on_metadata)
+        if FastSend is not None and isinstance(self._acc_lock, FastLock):
+            # The compiled fast path (_fastpath.pyx): the Python send() below stays the
+            # reference it falls back to for anything off the common path.
+            self.send = self.produce = FastSend(
+                self, self._py_send, FutureRecordMetadata, ProducerBatch).send
         if _start:
             self._sender.start(f"gregor-producer-network-thread | {cfg['client.id']}")
 
@@ -258,7 +264,7 @@ class Producer:
         lock.release()
         return self._send(topic, value, key, None, p, timestamp_ms, callback, partition is None)
 
-    produce = send
+    produce = _py_send = send
 
     def _send(self, topic, value, key, headers, partition, timestamp_ms, callback,
               chosen=None):
@@ -365,8 +371,9 @@ class Producer:
             topic, [sizes[i] if i < len(sizes) else 0 for i in avail], avail, n)
 
     def _on_metadata(self):
-        """Metadata changed: drop the per-topic caches the fast path reads."""
-        self._fast = {}
+        """Metadata changed: drop the per-topic caches the fast path reads (cleared in place:
+        the compiled send() holds this dict)."""
+        self._fast.clear()
         self._nparts = {}
         self._avail = {}
 
@@ -486,6 +493,10 @@ class Producer:
         sender = self._sender
         if first:
             self._acc.closed = True
+            # The compiled send() holds the producer: dropping it ends that cycle, and later
+            # calls meet the Python path's "closed" error.
+            vars(self).pop("send", None)
+            vars(self).pop("produce", None)
             sender.initiate_close()
         thread = sender.thread
         if thread is None:

@@ -86,10 +86,13 @@ def distribute(stage: KeyedStage, opened: list, limit: int, compression: int,
     targets = {}
     reserved = stage.reserved
     for p, a, b, size_p in zip(ps.tolist(), starts.tolist(), ends.tolist(), sizes.tolist()):
-        share = min(reserved, size_p)
-        reserved -= share
         target = opened[p] if p < len(opened) else None
-        if target is not None and fresh(target) and target.size + size_p <= limit:
+        joins = target is not None and fresh(target) and target.size + size_p <= limit
+        # A new batch stays open for later records up to batch.size: it takes that much,
+        # as a batch opened by send() would.
+        share = min(reserved, size_p if joins else max(size_p + BATCH_OVERHEAD, batch_size))
+        reserved -= share
+        if joins:
             shifts.append(len(target.keys))
             if target.headers is not None:
                 target.headers.extend([None] * (b - a))
@@ -111,8 +114,11 @@ def distribute(stage: KeyedStage, opened: list, limit: int, compression: int,
             target.max_bytes = max(batch_size, target.size)
             new_batches.append(target)
         targets[p] = target
-    if reserved:
-        next(iter(targets.values())).reserved += reserved  # keep it all accounted
+    # What is left of the stage's reservation stays on it for the caller to give back: kept
+    # on a batch it would stay taken until that batch is acknowledged, and a stage holding a
+    # few records (keyed records between null-key ones flush it each time) would tie up its
+    # whole reservation per batch.
+    stage.reserved = reserved
     # Record i's index in its partition's batch: its rank within the partition plus where
     # the partition's share starts in that batch.
     pos = np.empty(count, dtype=np.int64)
@@ -137,5 +143,4 @@ def distribute(stage: KeyedStage, opened: list, limit: int, compression: int,
         r.done_callbacks = None
         r.done = True
     r.wake()
-    stage.reserved = 0
     return new_batches
