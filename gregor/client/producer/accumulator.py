@@ -8,7 +8,6 @@ record is encoded exactly once. Sans-I/O: time comes in as `now` (seconds, monot
 from __future__ import annotations
 
 import collections
-import threading
 import time
 
 from ..errors import KafkaTimeoutError, ProducerClosedError

@@ -18,7 +18,8 @@ from ..metadata import Metadata
 from ..network import NetworkClient
 from .accumulator import BATCH_OVERHEAD, RecordAccumulator, estimate_record_size
 from .availability import NodeAvailability
-from .batch import TIMESTAMP_LIMIT, FutureRecordMetadata, ProducerBatch, RecordMetadata  # noqa: F401
+from .batch import (TIMESTAMP_LIMIT, FutureRecordMetadata, ProducerBatch,  # noqa: F401
+                    RecordMetadata)
 from .buffer_pool import BufferPool
 from .fastpath import FastLock, FastSend
 from .idempotence import IdempotenceManager

@@ -15,7 +15,6 @@ kafka-go counts per partition).
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
