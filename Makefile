@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo venv bench clean
 
-# setup.py compiles send()'s fast path (gregor/client/producer/_fastpath.pyx) in place.
-$(STAMP): pyproject.toml setup.py gregor/client/producer/_fastpath.pyx
+# setup.py compiles the optional Cython modules (*.pyx) in place.
+$(STAMP): pyproject.toml setup.py $(wildcard gregor/*/*.pyx gregor/*/*/*.pyx)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,spark]' --config-settings editable_mode=compat
@@ -15,10 +15,11 @@ $(STAMP): pyproject.toml setup.py gregor/client/producer/_fastpath.pyx
 
 venv: $(STAMP)
 
-# The second run covers send()'s Python path (used where the compiled one is not built).
+# The second run covers the Python paths the compiled modules shadow (gregor/compiled.py).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
-	GREGOR_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/client/producer
+	GREGOR_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/client/producer \
+		tests/protocol/records
 
 demo: $(STAMP)
 	$(BIN)/gregor demo $(DEMO_ARGS)
@@ -28,5 +29,5 @@ bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info demo-output gregor/client/producer/_fastpath.c \
-		gregor/client/producer/_fastpath.*.so
+	rm -rf $(VENV) build *.egg-info demo-output
+	find gregor \( -name '_*.c' -o -name '*.so' \) -delete

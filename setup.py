@@ -1,7 +1,7 @@
-"""The one build step pyproject.toml cannot declare: compiling send()'s fast path
-(gregor/client/producer/_fastpath.pyx) with Cython. The extension is optional: without Cython
-or a C compiler the install still succeeds and send() runs its Python path (slower; see
-gregor/client/producer/fastpath.py). `make test` checks that it was built."""
+"""The one build step pyproject.toml cannot declare: compiling gregor's optional Cython modules
+(send()'s fast path, the records encoder for lists). Without Cython or a C compiler the install
+still succeeds and the Python code they shadow runs (slower; see gregor/compiled.py).
+`make test` checks that they were built."""
 from setuptools import Extension, setup
 
 try:
@@ -11,6 +11,8 @@ except ImportError:
 else:
     ext_modules = cythonize(
         [Extension("gregor.client.producer._fastpath", ["gregor/client/producer/_fastpath.pyx"],
+                   optional=True),
+         Extension("gregor.protocol.records._lists", ["gregor/protocol/records/_lists.pyx"],
                    optional=True)],
         compiler_directives={"language_level": 3})
 

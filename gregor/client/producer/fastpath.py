@@ -1,21 +1,19 @@
-"""The compiled send() fast path (_fastpath.pyx) when it was built, else None.
-
-`make venv` builds it (Cython and a C compiler); without it everything works in Python, only
-slower. GREGOR_PURE_PYTHON=1 in the environment ignores a built module (tests use it to run
-the Python path)."""
+"""The compiled send() fast path (_fastpath.pyx) when it was built, else None (see
+gregor/compiled.py)."""
 from __future__ import annotations
 
-import os
 import threading
 
-FastLock = FastSend = FutureCore = murmur2 = None
-if not os.environ.get("GREGOR_PURE_PYTHON"):
-    try:
-        from ._fastpath import FastLock, FastSend, FutureCore, murmur2  # noqa: F811
-    except ImportError:  # not built
-        pass
+from ...compiled import load
 
-if FutureCore is None:
+_mod = load("gregor.client.producer._fastpath")
+FastLock = _mod.FastLock if _mod else None
+FastSend = _mod.FastSend if _mod else None
+murmur2 = _mod.murmur2 if _mod else None
+
+if _mod is not None:
+    FutureCore = _mod.FutureCore
+else:
     class FutureCore:
         """The two fields of a record's future (batch.FutureRecordMetadata adds the methods)."""
         __slots__ = ("_result", "_index")

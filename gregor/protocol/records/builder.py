@@ -18,7 +18,7 @@ import numpy as np
 
 from ..compression import NONE, codec_id
 from .encoding import (UNIFORM_MIN_RECORDS, assemble_arrow_batch, assemble_batch,
-                       assemble_uniform_batch, encode_records, is_arrow)
+                       assemble_lists_batch, assemble_uniform_batch, encode_records, is_arrow)
 from .header import HEADER_SIZE
 
 _RECORD_OVERHEAD = 12
@@ -167,6 +167,14 @@ def build_batch_bulk(keys, values, timestamps=None, compression=NONE, *, headers
                                      transactional=transactional,
                                      partition_leader_epoch=partition_leader_epoch)
         return batch if mutable else bytes(batch)
+    if headers is None and codec_id(compression) == NONE:
+        batch = assemble_lists_batch(timestamps, keys, values, base_ts, max_ts,
+                                     base_offset=base_offset, producer_id=producer_id,
+                                     producer_epoch=producer_epoch, base_sequence=base_sequence,
+                                     transactional=transactional,
+                                     partition_leader_epoch=partition_leader_epoch)
+        if batch is not None:
+            return batch if mutable else bytes(batch)
     if headers is None and n >= UNIFORM_MIN_RECORDS and codec_id(compression) == NONE:
         batch = assemble_uniform_batch(timestamps, keys, values, base_ts, max_ts,
                                        base_offset=base_offset, producer_id=producer_id,
