@@ -1,6 +1,7 @@
 """Producers side by side against one gregor broker.
 
     .venv/bin/python benchmarks/bench_producer.py [--records 1000000] [--only gregor-send,...]
+        [--null-keys]
 
 Each client sends the same records (10-byte keys, 100-byte values, acks=1, linger 5 ms) to a
 fresh topic with one partition, then to one with six, and waits until all are acknowledged.
@@ -199,12 +200,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs per client; the best is printed (the machine is noisy)")
     ap.add_argument("--only", default=",".join(CLIENTS))
+    ap.add_argument("--null-keys", action="store_true",
+                    help="records without keys (the default partitioner's sticky choice)")
     ap.add_argument("--broker", choices=("gregor", "tansu"), default="gregor",
                     help="tansu (an independent Kafka-compatible broker, in-memory) shows how "
                          "the clients compare when the broker is not the bottleneck")
     args = ap.parse_args()
     names = [n for n in args.only.split(",") if n]
     keys, value = make_data(args.records)
+    if args.null_keys:
+        keys = [None] * len(keys)
     with tempfile.TemporaryDirectory(prefix="bench-producer-") as tmp:
         if args.broker == "tansu":
             from tests.interop.targets import TansuProcess
@@ -224,7 +229,8 @@ def main():
                 except Exception:
                     pass   # reported by the timed run
             for parts in [int(x) for x in args.partitions.split(",")]:
-                print(f"\n{args.records:,} records, 10 B keys, 100 B values, acks=1, "
+                print(f"\n{args.records:,} records, {'null' if args.null_keys else '10 B'} keys, "
+                      f"100 B values, acks=1, "
                       f"linger {LINGER_MS} ms, {parts} partition(s), one {args.broker} broker")
                 rows = {}
                 for name in names:

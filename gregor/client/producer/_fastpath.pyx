@@ -195,6 +195,8 @@ cdef class FastSend:
     cdef object py_send, slow_send, future_type
     cdef object result  # hand-over from to_batch, under the lock
     cdef bint builtin, keyed_murmur
+    cdef object choose
+    cdef Py_ssize_t small
 
     def __init__(self, producer, py_send, future_type, batch_type):
         self.fast = producer._fast
@@ -207,6 +209,8 @@ cdef class FastSend:
         self.batch = Fields(batch_type)
         self.builtin = producer._builtin
         self.keyed_murmur = producer._stage_keyed
+        self.choose = producer._choose_partition
+        self.small = producer._stage_max    # well under batch.size and max.request.size
 
     cdef inline FutureCore future(self, result, Py_ssize_t i):
         cdef FutureCore f = FutureCore.__new__(self.future_type)
@@ -239,11 +243,17 @@ cdef class FastSend:
                 return self.py_send(topic, value, key, headers, partition, timestamp_ms,
                                     callback)
             ss = self.sticky.get(topic)
-            if type(ss) is not list or (<list>ss)[0] >= n:
+            if type(ss) is list and (<list>ss)[0] < n:
+                p = (<list>ss)[0]
+                sticky = True
+            elif rec <= self.small:
+                # A new sticky choice (after a batch boundary): what the Python path's _send
+                # does before its append, without its checks, which cannot refuse a record
+                # this small (the choice counts the record's bytes itself).
+                p = self.choose(topic, None, value, n)
+            else:
                 return self.py_send(topic, value, key, headers, partition, timestamp_ms,
                                     callback)
-            p = (<list>ss)[0]
-            sticky = True
         elif self.keyed_murmur:
             # Java's default partitioner for a keyed record, hashed here (~10 ns) instead of
             # staged and hashed in bulk as the Python path does (staging.py).

@@ -267,3 +267,17 @@ def test_threads_sending_at_once_lose_nothing_and_keep_each_keys_order():
                 assert last.get(k, -1) < i
                 last[k] = i
     assert p._pool.available == p._pool.total
+
+
+def test_null_key_records_stick_to_a_partition_for_a_batch_then_switch():
+    """Java's sticky choice on either path: records go to one partition until its batch is
+    full (batch.size), then the partitioner draws again (the compiled path asks it directly)."""
+    p, net, clock = make_producer({"t": 6}, acks=1)
+    p.partitions_for("t")
+    futs = [p.send("t", b"v" * 100) for _ in range(6000)]
+    drain_all(p, net, clock)
+    parts = [f.result(0).partition for f in futs]
+    switches = sum(1 for a, b in zip(parts, parts[1:]) if a != b)
+    per_batch = 16384 // 112                                   # ~146 records of 112 bytes
+    assert 6000 // per_batch // 3 <= switches <= 2 * (6000 // per_batch)
+    assert len(set(parts)) > 1
