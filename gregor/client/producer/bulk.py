@@ -269,7 +269,7 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
     # Records grouped per partition, in input order within a partition.
     if partition is not None or nparts == 1:
         groups = {partition or 0: None}
-    elif keys is None or producer._ignore_keys:
+    elif keys is None or producer._ignore_keys or _all_null(keys, arrow):
         groups = None  # chunks go to partitions one after another (sticky per chunk)
     elif arrow:
         from .bulk_hash import murmur2_partitions_arrow
@@ -304,6 +304,12 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
                                      lo, hi, sel, size, deadline))
     _wake_sender(producer)
     return BulkSendResult(batches)
+
+
+def _all_null(keys, arrow: bool) -> bool:
+    """Every key null: partitioned like no keys at all (sticky per chunk), instead of asking
+    the partitioner record by record for the same answer."""
+    return keys.null_count == len(keys) if arrow else keys.count(None) == len(keys)
 
 
 def _group_by_partition(parts) -> dict:

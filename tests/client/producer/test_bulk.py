@@ -69,3 +69,20 @@ def test_grouping_by_partition_keeps_input_order(parts):
     assert sorted(groups) == sorted(set(parts))
     for p, idx in groups.items():
         assert idx.tolist() == [i for i, q in enumerate(parts) if q == p]
+
+
+def test_all_null_keys_are_sticky_per_chunk_like_no_keys():
+    """A key list of only None partitions like keys=None: each bulk chunk to the sticky
+    partition, which moves on at chunk boundaries (it used to ask the partitioner record by
+    record, which never switches inside one call: every chunk on one partition)."""
+    from tests.client.producer.fakes import make_producer
+    from tests.client.producer.test_staging import drain_all
+    p, net, clock = make_producer({"t": 6}, acks=1, **{"max.request.size": 1 << 16,
+                                                       "buffer.memory": 1 << 28})
+    p.partitions_for("t")
+    n = 100_000                      # ~20 chunks of 64 KiB
+    values = [b"%d" % i for i in range(n)]
+    p.send_batch("t", values, keys=[None] * n)
+    log = drain_all(p, net, clock)
+    assert sorted(v for vals in log.values() for v in vals) == sorted(values)
+    assert len([vals for vals in log.values() if vals]) > 1
