@@ -193,7 +193,6 @@ cdef class FastSend:
     cdef FastLock lock
     cdef Fields batch
     cdef object py_send, slow_send, future_type
-    cdef object result  # hand-over from to_batch, under the lock
     cdef bint builtin, keyed_murmur
     cdef object choose
     cdef Py_ssize_t small
@@ -221,7 +220,7 @@ cdef class FastSend:
     def send(self, topic, value=None, key=None, headers=None, partition=None,
              timestamp_ms=None, callback=None):
         cdef Py_ssize_t n, p, rec
-        cdef bint sticky = False
+        cdef bint sticky = False, chosen = False
         if headers is not None or timestamp_ms is not None \
                 or (value is not None and type(value) is not bytes) \
                 or (key is not None and type(key) is not bytes):
@@ -249,8 +248,10 @@ cdef class FastSend:
             elif rec <= self.small:
                 # A new sticky choice (after a batch boundary): what the Python path's _send
                 # does before its append, without its checks, which cannot refuse a record
-                # this small (the choice counts the record's bytes itself).
+                # this small (the choice counts the record's bytes itself, so from here on a
+                # fallback goes to _send with the partition, as the Python path would).
                 p = self.choose(topic, None, value, n)
+                chosen = True
             else:
                 return self.py_send(topic, value, key, headers, partition, timestamp_ms,
                                     callback)
@@ -262,39 +263,42 @@ cdef class FastSend:
             return self.py_send(topic, value, key, headers, partition, timestamp_ms, callback)
         if key is not None:
             rec += len(<bytes>key)
-        if not self.lock.try_acquire():  # busy: the Python path waits for it
+        if not self.lock.try_acquire():  # busy: the Python code waits for it
+            if chosen:
+                return self.slow_send(topic, value, key, None, p, None, callback, True)
             return self.py_send(topic, value, key, headers, partition, timestamp_ms, callback)
         if sticky:
             (<list>ss)[1] += rec
         cdef double ts = now_ms()
-        cdef Py_ssize_t i
+        cdef Py_ssize_t i = -1
         try:
-            i = self.to_batch(<list>(<tuple>st)[1], p, topic, value, key, callback, rec, ts)
-            result = self.result
-            self.result = None
+            b = self.to_batch(<list>(<tuple>st)[1], p, topic, value, key, callback, rec, ts,
+                              &i)
+            if b is not None:
+                result = <object>get(b, self.batch.result)
         finally:
             self.lock.fast_release()
-        if i < 0:
+        if b is None:
             return self.slow_send(topic, value, key, None, p, ts, callback, partition is None)
         return self.future(result, i)
 
-    cdef Py_ssize_t to_batch(self, list opened, Py_ssize_t p, topic, value, key, callback,
-                             Py_ssize_t rec, double ts) except -2:
-        """Append to partition p's open batch (the caller holds the lock): the record's index
-        in the batch, the batch's ProduceResult left in self.result; -1, with nothing
-        changed, when the batch has no room (or there is none, or the topic has staged
-        records that must go first, or a field is not what the Python path would append to)."""
+    cdef object to_batch(self, list opened, Py_ssize_t p, topic, value, key, callback,
+                         Py_ssize_t rec, double ts, Py_ssize_t *index):
+        """Append to partition p's open batch (the caller holds the lock): the batch, with
+        the record's index in it at *index; None, with nothing changed, when the batch has
+        no room (or there is none, or the topic has staged records that must go first, or a
+        field is not what the Python path would append to)."""
         cdef Fields F = self.batch
         cdef Py_ssize_t size, i
         cdef PyObject *headers
         cdef PyObject *callbacks
         if p >= len(opened):
-            return -1
+            return None
         b = opened[p]
         if type(b) is not F.cls or (self.stages and topic in self.stages):
-            return -1
+            return None
         if get(b, F.size) == NULL or get(b, F.max_bytes) == NULL or get(b, F.result) == NULL:
-            return -1
+            return None
         keys = <object>get(b, F.keys) if get(b, F.keys) != NULL else None
         values = <object>get(b, F.values) if get(b, F.values) != NULL else None
         stamps = <object>get(b, F.timestamps) if get(b, F.timestamps) != NULL else None
@@ -304,11 +308,11 @@ cdef class FastSend:
                 or type(stamps) is not array.array or headers == NULL or callbacks == NULL \
                 or (headers != <PyObject *>None and type(<object>headers) is not list) \
                 or (callbacks != <PyObject *>None and type(<object>callbacks) is not list):
-            return -1
+            return None
         size = <object>get(b, F.size)
         size += rec
         if size > <Py_ssize_t><object>get(b, F.max_bytes):
-            return -1
+            return None
         put(b, F.size, size)
         i = len(<list>keys)
         (<list>keys).append(key)
@@ -320,5 +324,5 @@ cdef class FastSend:
             if callbacks == <PyObject *>None:
                 put(b, F.callbacks, [])
             (<list>get(b, F.callbacks)).append((i, callback))
-        self.result = <object>get(b, F.result)
-        return i
+        index[0] = i
+        return b

@@ -281,3 +281,30 @@ def test_null_key_records_stick_to_a_partition_for_a_batch_then_switch():
     per_batch = 16384 // 112                                   # ~146 records of 112 bytes
     assert 6000 // per_batch // 3 <= switches <= 2 * (6000 // per_batch)
     assert len(set(parts)) > 1
+
+
+@compiled
+def test_a_new_sticky_choice_counts_a_record_once_when_the_lock_is_busy():
+    """The compiled path draws the sticky partition (which counts the record's bytes) and
+    then finds the lock taken: the record goes on to the Python _send with that partition,
+    not back through the whole Python send(), which would draw and count it again."""
+    p, net, clock = make_producer({"t": 6}, acks=1)
+    p.partitions_for("t")
+    p.send("t", b"x" * 100)
+    p._sticky_state.pop("t", None)                   # as after a batch boundary
+    held = threading.Event()
+
+    def hold():
+        with p._acc.lock:
+            held.set()
+            time.sleep(0.1)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait()
+    fut = p.send("t", b"y" * 100)
+    t.join()
+    part, counted = p._sticky_state["t"]
+    assert counted == 112                            # 100 bytes + 12 of record overhead
+    drain_all(p, net, clock)
+    assert fut.result(0).partition == part
