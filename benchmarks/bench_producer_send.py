@@ -21,7 +21,8 @@ so each optimisation keeps its evidence:
     vs client/frames.py's request_frame (keeps it by reference, sent with sendmsg);
   - encoding an uncompressed send() batch of 8,000 same-length records: the uniform encoder
     into scratch then copied into the batch (assemble_batch) vs written in place
-    (build_batch_bulk's assemble_uniform_batch).
+    (build_batch_bulk's assemble_uniform_batch), and both in place: the uniform encoder vs
+    the compiled list encoder (_lists.pyx, assemble_lists_batch), when built.
 Best of --rounds; the machine is shared, so compare numbers within one run.
 """
 from __future__ import annotations
@@ -44,7 +45,8 @@ from gregor.client.producer import fastpath, staging  # noqa: E402
 from gregor.client.producer.batch import FutureRecordMetadata, ProduceResult  # noqa: E402
 from gregor.protocol import messages  # noqa: E402
 from gregor.protocol.header import encode_request  # noqa: E402
-from gregor.protocol.records.encoding import (assemble_batch, assemble_uniform_batch,  # noqa: E402
+from gregor.protocol.records.encoding import (assemble_batch, assemble_lists_batch,  # noqa: E402
+                                              assemble_uniform_batch,
                                               encode_records_uniform)
 from tests.client.producer.fakes import make_producer  # noqa: E402
 
@@ -190,14 +192,17 @@ def frame_cost(make_frame, rounds=50):
     return (time.thread_time() - t0) / rounds * 1e6
 
 
-def uniform_batch_cost(in_place: bool, keys, rounds=50) -> float:
-    """ns per record to encode one uncompressed batch of 8,000 send()-shaped records."""
+def uniform_batch_cost(in_place, keys, rounds=50) -> float:
+    """ns per record to encode one uncompressed batch of 8,000 send()-shaped records:
+    in_place False (uniform, copied), True (uniform, in place) or "lists" (compiled)."""
     n = 8000
     ks, vs = keys[:n], [VALUE] * n
     ts = np.arange(n, dtype=np.int64) + 1_700_000_000_000
     t0 = time.thread_time()
     for _ in range(rounds):
-        if in_place:
+        if in_place == "lists":
+            assemble_lists_batch(ts, ks, vs, int(ts[0]), int(ts[-1]))
+        elif in_place:
             assemble_uniform_batch(ts, ks, vs, int(ts[0]), int(ts[-1]))
         else:
             assemble_batch(encode_records_uniform(ts, ks, vs, int(ts[0])), n, int(ts[0]),
@@ -257,6 +262,12 @@ def main():
     new = best(lambda: uniform_batch_cost(True, keys), args.rounds)
     print(f"  uncompressed batch, uniform encoder: copied into the batch {old:6.1f}   "
           f"in place {new:6.1f}   ({old / new:.2f}x)")
+    if assemble_lists_batch(np.zeros(1, dtype=np.int64), [b"k"], [b"v"], 0, 0) is not None:
+        lists = best(lambda: uniform_batch_cost("lists", keys), args.rounds)
+        print(f"  uncompressed batch in place: uniform encoder {new:6.1f}   compiled list "
+              f"encoder {lists:6.1f}   ({new / lists:.2f}x)")
+    else:
+        print("  (the compiled list encoder is not built or GREGOR_PURE_PYTHON is set)")
 
 
 if __name__ == "__main__":
