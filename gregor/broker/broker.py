@@ -88,6 +88,7 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._shutdown_started = False
         self.max_partitions = partition_budget(config)
+        self.txn = None                  # the transaction coordinator service (txn/service.py)
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -110,6 +111,9 @@ class Broker:
         total = len(self.replica_manager.partitions)
         log.info("opened %d topic(s), %d partition(s) in %s", len(self.store.live()), total,
                  self.data_dir)
+        from .txn.service import TxnService
+        self.txn = TxnService(self)
+        self.txn.load_existing()
 
     async def start(self, metrics_port: int | None = None) -> tuple[str, int]:
         self.open()
@@ -144,6 +148,7 @@ class Broker:
             log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._retention_loop()))
+        self.txn.start_timers()
         return self.host, self.port
 
     async def shutdown(self) -> None:
@@ -167,6 +172,8 @@ class Broker:
             await self.server.close()
         for t in self._tasks:
             t.cancel()
+        if self.txn is not None:
+            self.txn.close()
         await rm.wait_for_flush()
         rm.flush_all()
         rm.close_all()
@@ -195,6 +202,14 @@ class Broker:
                 p.reset_after_truncation()
                 self.replica_manager.notify(p)    # long polls below the new start answer
         return deleted
+
+    @property
+    def txn_coordinator(self):
+        """The transaction coordinator, with `__transaction_state` created on first use."""
+        if self.txn is None:
+            return None
+        self.txn.ensure()
+        return self.txn.coordinator
 
     # -- topics -----------------------------------------------------------------------------
 

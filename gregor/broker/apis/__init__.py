@@ -23,6 +23,8 @@ MODULES = [
     "produce", "fetch", "list_offsets", "metadata", "api_versions", "create_topics",
     "delete_topics", "delete_records", "init_producer_id", "describe_configs",
     "create_partitions", "alter_configs", "find_coordinator", "describe_cluster",
+    "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "describe_transactions",
+    "list_transactions",
 ]
 
 

@@ -18,9 +18,14 @@ GROUP, TRANSACTION = 0, 1
 
 def handle(broker, ctx, request) -> dict:
     key_type = request.get("key_type", GROUP)
-    if key_type != GROUP:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "error_message": "this broker does not support transactions",
+    if key_type == TRANSACTION:
+        if broker.txn_coordinator is None:      # creates __transaction_state on first use
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    "error_message": "the transaction coordinator is not running",
+                    "node_id": -1, "host": "", "port": -1}
+    elif key_type != GROUP:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": f"unknown coordinator key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "node_id": broker.broker_id, "host": broker.advertised_host,

@@ -1,33 +1,49 @@
-"""InitProducerId (22): a producer id and epoch for an idempotent producer.
+"""InitProducerId (22): a producer id and epoch for an idempotent or transactional producer.
 
 Without a transactional id every call gets a fresh id at epoch 0, allocated so that ids stay
-unique across restarts (see producer_ids.py); this is what Kafka does for idempotent
-producers, which bump their epoch themselves (the log accepts a higher epoch starting again at
-sequence 0). Epoch bumps by the broker belong to transactional ids, and transactions belong to
-their own issue: transactional ids are refused here.
+unique across restarts (see producer_ids.py); this is what Kafka does for idempotent producers,
+which bump their epoch themselves (the log accepts a higher epoch starting again at sequence 0).
+
+With a transactional id the transaction coordinator answers: the id's producer id with its
+epoch bumped (fencing older instances), after aborting a transaction a previous instance left
+open (CONCURRENT_TRANSACTIONS meanwhile, which clients retry). v3+ requests may carry the
+caller's current producer id and epoch (KIP-360) to recover from an abortable error.
+PRODUCER_FENCED exists from v4; older requests get INVALID_PRODUCER_EPOCH instead.
 """
 from __future__ import annotations
 
 import logging
 
 from ...protocol.errors import ErrorCode
+from ._txn_common import coordinator, fenced_for, respond_later
 
 log = logging.getLogger("gregor.broker.init_producer_id")
 
 API_KEY = 22
-VERSIONS = (0, 1)           # v2 is the first flexible version
+VERSIONS = (0, 4)           # v2 is the first flexible version; v5 belongs to KIP-890 part 2
+
+
+def _body(code, pid=-1, epoch=-1) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid,
+            "producer_epoch": epoch}
 
 
 def handle(broker, ctx, request) -> dict:
-    if request["transactional_id"] is not None:
-        return {"throttle_time_ms": 0,
-                "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                "producer_id": -1, "producer_epoch": -1}
+    tid = request["transactional_id"]
+    if tid is not None:
+        coord = coordinator(broker)
+        if coord is None:
+            return _body(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        convert = fenced_for(ctx.api_version, 4)
+        pid, epoch = request.get("producer_id", -1), request.get("producer_epoch", -1)
+        expected = None if pid == -1 and epoch == -1 else (pid, epoch)
+        return respond_later(
+            coord.init_producer_id(tid, request["transaction_timeout_ms"], expected),
+            lambda r: _body(ErrorCode.UNKNOWN_SERVER_ERROR) if r is None
+            else _body(convert(r[0]), r[1], r[2]))
     try:
         new_pid = broker.producer_ids.next_id()
     except OSError as e:
         log.error("could not persist the producer id block: %s", e)
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.KAFKA_STORAGE_ERROR,
-                "producer_id": -1, "producer_epoch": -1}
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": new_pid,
-            "producer_epoch": 0}
+        return _body(ErrorCode.KAFKA_STORAGE_ERROR)
+    return _body(ErrorCode.NONE, new_pid, 0)

@@ -1,0 +1,25 @@
+"""AddOffsetsToTxn (25): add the group's `__consumer_offsets` partition to the transaction, so
+that offsets the producer commits for the group (TxnOffsetCommit) are committed or aborted with
+it."""
+from __future__ import annotations
+
+from ..txn.coordinator import partition_for
+from ._txn_common import E, coordinator, fenced_for, respond_later
+
+API_KEY = 25
+VERSIONS = (0, 3)
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def handle(broker, ctx, request):
+    coord = coordinator(broker)
+    convert = fenced_for(ctx.api_version, 2)
+    if coord is None:
+        return {"throttle_time_ms": 0, "error_code": E.COORDINATOR_NOT_AVAILABLE}
+    n = int(broker.config.get("offsets.topic.num.partitions"))
+    tp = (OFFSETS_TOPIC, partition_for(request["group_id"], n))
+    return respond_later(
+        coord.add_partitions(request["transactional_id"], request["producer_id"],
+                             request["producer_epoch"], [tp]),
+        lambda code: {"throttle_time_ms": 0,
+                      "error_code": convert(E.UNKNOWN_SERVER_ERROR if code is None else code)})

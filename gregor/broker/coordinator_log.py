@@ -1,0 +1,122 @@
+"""An internal topic as a coordinator's durable store (`__transaction_state`, and the same shape
+serves `__consumer_offsets`).
+
+A coordinator keeps its state in memory and writes every change as a keyed record to its
+partition of the topic; at start (or when it becomes the partition's leader) it replays the
+partition to rebuild that state. Writes go through the partition's normal append path and are
+answered only once committed the way acks=all is (high watermark, and the group-commit fsync
+when gregor.fsync.acks.all is on), so an acknowledged change survives kill -9 and power loss.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Iterator
+
+from ..protocol.errors import (ErrorCode, NotLeaderOrFollowerError, RequestTimedOutError,
+                               error_for_code)
+from ..protocol.records.batch import decode_batches, encode_batch
+from .purgatory import DelayedOperation
+
+log = logging.getLogger("gregor.broker.coordinator_log")
+
+# What one replay read asks the log for at a time: bounded memory while loading.
+LOAD_CHUNK_BYTES = 1 << 20
+
+
+class CoordinatorLog:
+    def __init__(self, broker, topic: str, num_partitions: int, configs: dict[str, str],
+                 commit_timeout_ms: int = 5000):
+        self.broker = broker
+        self.topic = topic
+        self.num_partitions = num_partitions
+        self.configs = configs
+        self.commit_timeout_ms = commit_timeout_ms
+
+    def exists(self) -> bool:
+        return self.broker.store.get(self.topic) is not None
+
+    def ensure(self) -> None:
+        """Create the topic if it is missing (internal topics bypass the name rules clients
+        are held to)."""
+        if not self.exists():
+            self.broker.create_topic(self.topic, self.num_partitions, dict(self.configs))
+            log.info("created internal topic %s with %d partitions", self.topic,
+                     self.num_partitions)
+
+    def batches(self, partition: int) -> Iterator:
+        """Every committed batch of the partition, control batches included, in log order."""
+        p = self.broker.replica_manager.get(self.topic, partition)
+        if p is None:
+            return
+        offset, end = p.log.log_start_offset, p.high_watermark
+        while offset < end:
+            data = p.log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
+            if not data:
+                break
+            for b in decode_batches(data):
+                if b.last_offset >= offset:
+                    yield b
+                offset = max(offset, b.last_offset + 1)
+
+    def records(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        """(key, value) of every committed data record, in log order."""
+        for b in self.batches(partition):
+            if b.is_control:
+                continue
+            for r in b.records:
+                if r.key is not None:
+                    yield r.key, r.value
+
+    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]], *,
+                     producer_id: int = -1, producer_epoch: int = -1,
+                     base_sequence: int = -1, transactional: bool = False) -> int:
+        """Append the records as one batch and wait until they are committed; returns the last
+        offset. Raises a KafkaError when the write fails or is not committed in time."""
+        p = self.broker.replica_manager.get(self.topic, partition)
+        if p is None:
+            raise NotLeaderOrFollowerError(f"{self.topic}-{partition} is not hosted here")
+        now = int(time.time() * 1000)
+        data = encode_batch([(now, k, v, []) for k, v in records], producer_id=producer_id,
+                            producer_epoch=producer_epoch, base_sequence=base_sequence,
+                            transactional=transactional)
+        info = p.append_records_to_leader(bytearray(data), -1, now)
+        await wait_committed(self.broker, p, info.last_offset + 1, self.commit_timeout_ms)
+        return info.last_offset
+
+
+async def wait_committed(broker, partition, end_offset: int, timeout_ms: int) -> None:
+    """Wait until everything below end_offset of the partition is committed (as acks=all)."""
+    fut = asyncio.get_running_loop().create_future()
+    op = _DelayedCommit(timeout_ms, partition, end_offset, fut)
+    broker.replica_manager.produce_purgatory.try_complete_else_watch(op, [partition.key])
+    code = await fut
+    if code:
+        if code == ErrorCode.REQUEST_TIMED_OUT:
+            raise RequestTimedOutError(f"{partition.topic}-{partition.index} did not commit "
+                                       f"offset {end_offset - 1} within {timeout_ms} ms")
+        raise error_for_code(code)
+
+
+class _DelayedCommit(DelayedOperation):
+    def __init__(self, timeout_ms, partition, end_offset, future):
+        super().__init__(timeout_ms)
+        self.partition = partition
+        self.end_offset = end_offset
+        self.future = future
+        self.code = ErrorCode.NONE
+
+    def try_complete(self) -> bool:
+        done, code = self.partition.check_enough_replicas_reach_offset(self.end_offset)
+        if not done:
+            return False
+        self.code = code
+        return self.force_complete()
+
+    def on_expiration(self) -> None:
+        self.code = ErrorCode.REQUEST_TIMED_OUT
+
+    def on_complete(self) -> None:
+        if not self.future.done():
+            self.future.set_result(self.code)
