@@ -238,11 +238,14 @@ def test_producer_state_and_ids_survive_a_restart(tmp_path):
     run_broker(tmp_path, second)
 
 
-def test_transactional_init_is_refused(tmp_path):
+def test_transactional_init_goes_to_the_transaction_coordinator(tmp_path):
     async def s(b):
         r = await call(b, "InitProducerId", 1, {"transactional_id": "tx",
                                                  "transaction_timeout_ms": 60000})
-        assert r["error_code"] != 0 and r["producer_id"] == -1
+        assert (r["error_code"], r["producer_epoch"]) == (0, 0)
+        r2 = await call(b, "InitProducerId", 1, {"transactional_id": "tx",
+                                                  "transaction_timeout_ms": 60000})
+        assert (r2["producer_id"], r2["producer_epoch"]) == (r["producer_id"], 1)
     run_broker(tmp_path, s)
 
 
