@@ -70,9 +70,14 @@ def test_delivery_timeout_floor():
     assert producer_config({"request.timeout.ms": 200000})["delivery.timeout.ms"] == 200005
 
 
-def test_transactional_id_is_refused_clearly():
-    with pytest.raises(ConfigError, match="transactional.id.*not yet supported"):
-        producer_config({"transactional.id": "tx-1"})
+def test_transactional_id_needs_idempotence_and_its_settings():
+    assert producer_config({"transactional.id": "tx-1"})["enable.idempotence"] is True
+    with pytest.raises(ConfigError, match="transactional.id.*acks"):
+        producer_config({"transactional.id": "tx-1", "acks": 1})
+    with pytest.raises(ConfigError, match="enable.idempotence"):
+        producer_config({"transactional.id": "tx-1", "enable.idempotence": False})
+    with pytest.raises(ConfigError, match="empty"):
+        producer_config({"transactional.id": ""})
 
 
 def test_bootstrap_list_forms():

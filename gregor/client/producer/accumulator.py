@@ -415,13 +415,14 @@ class RecordAccumulator:
                 self._drain_index[node] = start + 1
                 if taken:
                     out[node] = taken
+        transactional = txn is not None and txn.transactional
         for batches in out.values():
             for b in batches:
                 if b.data is None:
-                    b.close()
+                    b.close(transactional)
                     self.account_encoded(b)
                 elif b.stale:
-                    b.rewrite_producer_fields()
+                    b.rewrite_producer_fields(transactional)
         return out
 
     def account_encoded(self, b: ProducerBatch) -> None:

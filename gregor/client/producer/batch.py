@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...protocol.records.builder import build_batch_bulk
-from ...protocol.records.header import CRC_OFFSET, compute_crc
+from ...protocol.records.header import ATTRIBUTES_OFFSET, CRC_OFFSET, compute_crc
 from ..errors import KafkaTimeoutError
 from .fastpath import FutureCore
 
@@ -29,6 +29,8 @@ log = logging.getLogger("gregor.client.producer")
 # base sequence (int32), one after the other.
 PRODUCER_ID_OFFSET = 43
 _PRODUCER_FIELDS = struct.Struct(">qhi")
+_ATTRS = struct.Struct(">h")
+TRANSACTIONAL_BIT = 0x10
 _CRC = struct.Struct(">I")
 
 # Per-record bytes beyond key and value in a v2 batch (attributes, deltas, varint lengths,
@@ -315,7 +317,7 @@ class ProducerBatch:
         other.final = True
         r.wake()
 
-    def close(self) -> bytes:
+    def close(self, transactional: bool = False) -> bytes:
         """Encode the batch with the current producer id / epoch / base sequence."""
         self.bytes_in = self.size
         ts = self.timestamps
@@ -324,7 +326,8 @@ class ProducerBatch:
         self.data = build_batch_bulk(self.keys, self.values, ts, self.compression,
                                      headers=self.headers, producer_id=self.producer_id,
                                      producer_epoch=self.producer_epoch,
-                                     base_sequence=self.base_sequence, mutable=True)
+                                     base_sequence=self.base_sequence,
+                                     transactional=transactional, mutable=True)
         return self.data
 
     def release_records(self) -> None:
@@ -333,7 +336,7 @@ class ProducerBatch:
         self.count = len(self.keys)
         self.keys = self.values = self.headers = None
 
-    def rewrite_producer_fields(self) -> None:
+    def rewrite_producer_fields(self, transactional: bool = False) -> None:
         """Put the current producer id / epoch / base sequence into the encoded batch (after
         an epoch bump) without re-encoding its records. In place: close() made data a
         bytearray, and a batch is rewritten only between sends, never while a request holds
@@ -341,6 +344,9 @@ class ProducerBatch:
         buf = self.data if type(self.data) is bytearray else bytearray(self.data)
         _PRODUCER_FIELDS.pack_into(buf, PRODUCER_ID_OFFSET, self.producer_id,
                                    self.producer_epoch, self.base_sequence)
+        if transactional:
+            attrs = _ATTRS.unpack_from(buf, ATTRIBUTES_OFFSET)[0]
+            _ATTRS.pack_into(buf, ATTRIBUTES_OFFSET, attrs | TRANSACTIONAL_BIT)
         _CRC.pack_into(buf, CRC_OFFSET, compute_crc(buf, 0, len(buf)))
         self.data = buf
         self.stale = False

@@ -28,6 +28,8 @@ UNINITIALIZED, INITIALIZING, READY, BUMP_PENDING, FATAL = (
 
 
 class IdempotenceManager:
+    transactional = False
+
     def __init__(self):
         self.producer_id = -1
         self.producer_epoch = -1

@@ -23,6 +23,8 @@ from .batch import (TIMESTAMP_LIMIT, FutureRecordMetadata, ProducerBatch,  # noq
 from .buffer_pool import BufferPool
 from .fastpath import FastLock, FastSend
 from .idempotence import IdempotenceManager
+from .transactions import TransactionManager
+from .txn_api import TransactionalMethods
 from .metrics import ProducerMetrics
 from .partitioners import BuiltInPartitioner, partitioner_from_config
 from .sender import Sender
@@ -89,7 +91,7 @@ def _check_timestamp(ts):
     return ts
 
 
-class Producer:
+class Producer(TransactionalMethods):
     """Kafka producer. Config as a dict with Kafka's names and/or python keywords:
     `Producer({"bootstrap.servers": "127.0.0.1:9092"}, linger_ms=5)`."""
 
@@ -123,7 +125,9 @@ class Producer:
             linger_s=cfg["linger.ms"] / 1000.0, compression=cfg["compression.codec"],
             pool=self._pool, delivery_timeout_s=cfg["delivery.timeout.ms"] / 1000.0,
             clock=clock, max_records=cfg["batch.num.messages"])
-        self._txn = IdempotenceManager() if cfg["enable.idempotence"] else None
+        tid = cfg["transactional.id"]
+        self._txn = (TransactionManager(tid, cfg["transaction.timeout.ms"]) if tid is not None
+                     else IdempotenceManager() if cfg["enable.idempotence"] else None)
         self._acc.txn = self._txn
         self._metrics = ProducerMetrics(clock)
         self._sender = Sender(cfg, self._network, self._acc, self._metrics, txn=self._txn,
@@ -155,7 +159,16 @@ class Producer:
         self._acc_lock = self._acc.lock
         self._stages = self._acc.stages
         self._metadata.listeners.append(self._on_metadata)
-        if FastSend is not None and isinstance(self._acc_lock, FastLock):
+        if tid is not None:
+            # Records may only be sent inside a transaction: one state check per send(), so
+            # the compiled fast path (which has no such check) stays out of the way.
+            python_send, check = self._py_send, self._txn.check_can_send
+
+            def send(*args, **kwargs):
+                check()
+                return python_send(*args, **kwargs)
+            self.send = self.produce = send
+        elif FastSend is not None and isinstance(self._acc_lock, FastLock):
             # The compiled fast path (_fastpath.pyx): the Python send() below stays the
             # reference it falls back to for anything off the common path.
             self.send = self.produce = FastSend(
@@ -464,6 +477,8 @@ class Producer:
                    headers=None):
         """Bulk path: many records encoded as whole batches. See bulk.py."""
         from .bulk import send_batch
+        if self._txn is not None and self._txn.transactional:
+            self._txn.check_can_send()
         return send_batch(self, topic, values, keys, partition, timestamps, headers)
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -52,6 +52,8 @@ class Sender:
         self.thread: threading.Thread | None = None
         self.fatal_error: Exception | None = None
         self.idle_until = 0.0
+        self.transactional_id = cfg.get("transactional.id")
+        self._txn_req = None          # a coordinator request (or lookup) awaiting its answer
         self.linger = cfg["linger.ms"] / 1000.0
         self.recheck = max(self.linger, 0.005)
 
@@ -96,7 +98,11 @@ class Sender:
         now = self.clock()
         timeout = 3600.0
         txn = self.txn
-        if txn is not None and txn.state != idem.READY:
+        if txn is not None and txn.transactional:
+            timeout = self._txn_step(now)
+            if txn.state == idem.FATAL:
+                self.abort_all(txn.fatal_error)
+        elif txn is not None and txn.state != idem.READY:
             timeout = self._maybe_init_producer_id(now)
             if txn.state == idem.FATAL:
                 self.abort_all(txn.fatal_error)
@@ -172,7 +178,7 @@ class Sender:
             topics.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
             self.metrics.batch_sent(b, now)
             touch(b.topic, now)
-        body = {"transactional_id": None, "acks": self.acks,
+        body = {"transactional_id": self.transactional_id, "acks": self.acks,
                 "timeout_ms": self.request_timeout_ms,
                 "topic_data": [{"name": t, "partition_data": pd} for t, pd in topics.items()]}
         if self.acks == 0:
@@ -249,6 +255,8 @@ class Sender:
             self.acc.reenqueue(b, now, self._backoff_for(b))
             self.network.wakeup()
             return
+        if txn is not None and txn.transactional:
+            txn.on_batch_failed(err, code)
         self._complete(b, -1, -1, err, now)
 
     def _backoff_for(self, b) -> float:
@@ -335,4 +343,90 @@ class Sender:
                 return
             txn.on_init_response(req.body["producer_id"], req.body["producer_epoch"])
         net.send(node, "InitProducerId", body, version, callback=done, now=now)
+        return self.request_timeout_ms / 1000.0
+
+    # -- transactions (transactions.py holds the state; this sends its requests) ------------
+    def _txn_step(self, now: float) -> float:
+        txn = self.txn
+        if txn.purge_requested:
+            from .transactions import TransactionError
+            txn.purge_requested = False
+            err = TransactionError("the transaction was aborted before this record was sent",
+                                   abortable=True)
+            for b in self.acc.abort_undrained(err):
+                self._complete(b, -1, -1, err, now)
+        if self._txn_req is not None:
+            return 0.1
+        if now < self._init_retry_at:
+            return self._init_retry_at - now
+        req = txn.next_request(flushed=not self.acc.incomplete and not self.in_flight)
+        if req is None:
+            return 3600.0
+        net = self.network
+        key = txn.coordinator_key(req)
+        node = txn.coordinators.get(key)
+        if node is None or node not in self.metadata.brokers:
+            txn.put_back(req)
+            return self._find_coordinator(key, now)
+        if not net.ready(node, now):
+            txn.put_back(req)
+            return max(net.connection_delay(node, now), 0.005)
+        version = net.api_version_for(node, req.api)
+        if version is None:
+            from .transactions import TransactionError
+            txn.fatal(TransactionError(f"the broker does not support {req.api}: it cannot run "
+                                       "transactions", fatal=True))
+            return 0.0
+
+        def done(r):
+            self._txn_req = None
+            if r.error is not None:
+                txn.on_transport_error(req)
+                self._init_retry_at = self.clock() + self.backoff
+                return
+            outcome = txn.on_response(req, r.body)
+            if outcome in ("retry", "lookup"):
+                # CONCURRENT_TRANSACTIONS clears within milliseconds: retry soon (as Java).
+                self._init_retry_at = self.clock() + min(self.backoff, 0.02)
+        self._txn_req = req
+        net.send(node, req.api, req.body, version, callback=done, now=now)
+        return self.request_timeout_ms / 1000.0
+
+    def _find_coordinator(self, key: tuple[str, str], now: float) -> float:
+        net = self.network
+        node = net.least_loaded_node(now)
+        if node is None or not net.ready(node, now):
+            return max(net.time_to_next_attempt(now), 0.005)
+        version = net.api_version_for(node, "FindCoordinator")
+        kind, name = key
+        key_type = 1 if kind == "txn" else 0
+        if version is None or (key_type == 1 and version < 1):
+            from .transactions import TransactionError
+            self.txn.fatal(TransactionError("the broker cannot find transaction coordinators "
+                                            "(FindCoordinator v1+)", fatal=True))
+            return 0.0
+        body = ({"key_type": key_type, "coordinator_keys": [name]} if version >= 4
+                else {"key": name, "key_type": key_type})
+        txn = self.txn
+
+        def done(r):
+            self._txn_req = None
+            retry_at = self.clock() + self.backoff
+            if r.error is not None:
+                self._init_retry_at = retry_at
+                return
+            b = r.body
+            c = b["coordinators"][0] if version >= 4 else b
+            if c["error_code"]:
+                log.debug("FindCoordinator for %s %r: %s", kind, name,
+                          error_for_code(c["error_code"]).name)
+                self._init_retry_at = retry_at
+                return
+            with txn.lock:
+                txn.coordinators[key] = c["node_id"]
+            if c["node_id"] not in self.metadata.brokers:
+                self.metadata.request_update()
+                self._init_retry_at = retry_at
+        self._txn_req = ("FindCoordinator", key)
+        net.send(node, "FindCoordinator", body, version, callback=done, now=now)
         return self.request_timeout_ms / 1000.0

@@ -52,9 +52,12 @@ def producer_config(conf=None, kwargs=None) -> dict:
     check_common(cfg)
     explicit = cfg["_explicit"]
     if cfg["transactional.id"] is not None:
-        raise ConfigError("config 'transactional.id' is not yet supported by gregor's producer "
-                          "(transactions come with the transactions issue); remove it and use "
-                          "enable.idempotence=true for exactly-once delivery per partition")
+        if not cfg["enable.idempotence"] and "enable.idempotence" in explicit:
+            raise ConfigError("config 'transactional.id' needs enable.idempotence=true "
+                              "(transactions are built on idempotence); remove "
+                              "'enable.idempotence'=false")
+        if not cfg["transactional.id"]:
+            raise ConfigError("config 'transactional.id' must not be empty")
     cfg["compression.codec"] = _CODECS[cfg["compression.type"]]
     # Idempotence needs acks=all, retries > 0 and at most 5 requests in flight. When the user
     # asked for idempotence explicitly, a conflict is an error; otherwise (Kafka 3.2+) it is
@@ -66,6 +69,10 @@ def producer_config(conf=None, kwargs=None) -> dict:
         conflicts.append(("retries", "> 0"))
     if cfg["max.in.flight.requests.per.connection"] > 5:
         conflicts.append(("max.in.flight.requests.per.connection", "<= 5"))
+    if cfg["transactional.id"] is not None and conflicts:
+        needs = ", ".join(f"{k} {want}" for k, want in conflicts)
+        raise ConfigError(f"config 'transactional.id' needs idempotence, which needs {needs}; "
+                          f"change {', '.join(repr(k) for k, _ in conflicts)}")
     if cfg["enable.idempotence"] and conflicts:
         if "enable.idempotence" in explicit:
             needs = ", ".join(f"{k} {want}" for k, want in conflicts)

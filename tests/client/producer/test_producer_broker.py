@@ -110,9 +110,15 @@ def test_partitioner_by_librdkafka_name(conf, new_topic):
     assert len(parts) == 1
 
 
-def test_transactional_id_is_refused(conf):
-    with pytest.raises(ConfigError, match="not yet supported"):
-        Producer(conf, transactional_id="tx")
+def test_transactional_producer_sends_only_inside_a_transaction(conf):
+    from gregor.client.producer.transactions import TransactionError
+    with Producer(conf, transactional_id="tx") as p:
+        with pytest.raises(TransactionError, match="init_transactions"):
+            p.begin_transaction()
+        with pytest.raises(TransactionError, match="inside a transaction"):
+            p.send("t", b"v")
+        with pytest.raises(TransactionError, match="needs an open transaction"):
+            p.commit_transaction(1)
 
 
 def test_sync_producer(conf, new_topic):
