@@ -91,6 +91,32 @@ class Partition:
                 self.maybe_advance_high_watermark()
         return info
 
+    def append_control_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                              coordinator_epoch: int) -> int:
+        """Write a transaction's COMMIT/ABORT marker (the transaction coordinator's write, not
+        a client's); returns its offset. A marker older than the producer's epoch is refused
+        (InvalidProducerEpochError) by the log's producer rules."""
+        from ..protocol.records.batch import encode_control_batch
+        data = encode_control_batch(commit, producer_id=producer_id,
+                                    producer_epoch=producer_epoch,
+                                    coordinator_epoch=coordinator_epoch,
+                                    partition_leader_epoch=self.leader_epoch)
+        info = self.log.append(bytearray(data), timestamp_type="CreateTime")
+        self._uncommitted.append((info.last_offset + 1, len(data)))
+        if self.manager is not None:
+            self.manager.appended(self)
+        else:
+            self.maybe_advance_high_watermark()
+        return info.last_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: the first offset of the earliest transaction
+        still open, or the high watermark."""
+        fuo = self.log.first_unstable_offset()
+        hw = self.high_watermark
+        return hw if fuo is None or fuo > hw else fuo
+
     def maybe_advance_high_watermark(self, upto: int | None = None) -> bool:
         """Move the HW to `upto` (default: the log end), whose data is durable. True if it
         moved."""

@@ -41,6 +41,7 @@ from .producer_state import ProducerStateManager
 from .recovery import (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, RecoveryReport,
                        load_segments, mark_clean_shutdown, write_checkpoint)
 from .segment import Segment
+from .txn_index import TxnIndex, abort_markers
 
 log = logging.getLogger("gregor.log")
 
@@ -80,6 +81,7 @@ class Log:
         self.recovery_report: RecoveryReport = loaded.report
         self._producers = ProducerStateManager(
             directory, reject_unknown_sequence=config.producer_reject_unknown_sequence)
+        self.txn_index = TxnIndex(directory)
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
         self._background: list[threading.Thread] = []
@@ -104,6 +106,7 @@ class Log:
             log.warning("log %s ends at %d, below its log start offset %d: starting empty at "
                         "%d", directory, self.log_end_offset, self._log_start, self._log_start)
             self.truncate_fully(self._log_start)
+        self.txn_index.load(self._bases, self.log_end_offset)
         self._rebuild_producer_state(clean=loaded.report.clean)
         self._persist_log_start()
         self._persist_recovery_point(force=True)
@@ -121,7 +124,10 @@ class Log:
                 if seg.next_offset <= start:
                     continue
                 pos = seg.position_of(start)[0] if start > seg.base_offset else 0
-                for _, h in seg.iter_headers(pos):
+                for at, h in seg.iter_headers(pos):
+                    if h.is_control and h.producer_id >= 0:
+                        self._index_aborts(seg, os.pread(seg.fd, h.size, at), [(0, h)],
+                                           replay=True)
                     self._producers.replay(h)
                     replayed += 1
             if replayed and not clean:
@@ -231,6 +237,7 @@ class Log:
                 h.max_timestamp = now
                 h.attributes |= TIMESTAMP_TYPE_BIT
         staged = producers.stage(headers, validate=assign_offsets)
+        has_control = any(h.is_control for h in headers)
         max_ts = (headers[0].max_timestamp if len(headers) == 1
                   else max(h.max_timestamp for h in headers))
         try:
@@ -239,6 +246,8 @@ class Log:
         except OSError as e:
             raise KafkaStorageError(f"writing to {self.dir} failed: {e}; check the disk "
                                     f"(space, permissions) and restart the broker") from e
+        if has_control:
+            self._index_aborts(seg, buf, batches, replay=False)
         producers.commit(staged)
         records = next_offset - headers[0].base_offset
         self._unflushed_messages += records
@@ -246,6 +255,26 @@ class Log:
             self.sync(now)
         return AppendInfo(headers[0].base_offset, next_offset - 1, log_append_time,
                           self._log_start, False, max_ts, records)
+
+    def _index_aborts(self, seg: Segment, buf, batches, *, replay: bool) -> None:
+        """Record the ABORT markers among these batches in the aborted-transaction index
+        (before the producer state forgets where their transactions began)."""
+        for pid, marker_offset in abort_markers(buf, batches):
+            entry = self._producers.get(pid)
+            first = entry.txn_first_offset if entry is not None else -1
+            if first < 0 or (replay and self.txn_index.contains(pid, marker_offset)):
+                continue
+            fuo = self._producers.first_unstable_offset()
+            self.txn_index.append(seg.base_offset, pid, first, marker_offset,
+                                  marker_offset + 1 if fuo is None or fuo == first else fuo)
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest transaction still open, or None."""
+        return self._producers.first_unstable_offset()
+
+    def collect_aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
+        """(producer_id, first_offset) of aborted transactions overlapping [start, upper)."""
+        return self.txn_index.collect(start, upper)
 
     def _maybe_roll(self, size: int, last_offset: int, max_timestamp: int, now: int) -> Segment:
         seg = self.segments[-1]
@@ -359,6 +388,8 @@ class Log:
         ticket = self.begin_sync(now_ms, force=True)
         ticket.run()
         self.finish_sync(ticket)
+        if self.txn_index.entries:
+            self.txn_index.flush()
 
     def _persist_recovery_point(self, *, force: bool = False) -> None:
         with self._rp_lock:
@@ -492,6 +523,7 @@ class Log:
             seg.delete()
         self.segments = [s for s in self.segments if id(s) not in doomed_ids]
         self._bases = [s.base_offset for s in self.segments]
+        self.txn_index.drop_segments([s.base_offset for s in doomed])
         first = self.segments[0].base_offset
         if first > self._log_start:
             self._log_start = first
@@ -523,12 +555,14 @@ class Log:
         with self._rp_lock:
             self._recovery_point = min(self._recovery_point, leo)
             self._persist_recovery_point_locked()
+        self.txn_index.truncate_to(leo)
         self._rebuild_producer_state(clean=True)
 
     def truncate_fully(self, new_start: int) -> None:
         """Delete everything and start an empty log at new_start."""
         self._join_background()
         self._generation += 1
+        self.txn_index.clear_files(self._bases)
         for seg in self.segments:
             seg.delete()
         self._producers.delete_all_snapshots()

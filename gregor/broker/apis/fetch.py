@@ -90,18 +90,21 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
             continue
         hw = p.high_watermark
         log_ = p.log
+        lso = p.last_stable_offset
         out["high_watermark"] = hw
-        out["last_stable_offset"] = hw
+        out["last_stable_offset"] = lso
         out["log_start_offset"] = log_.log_start_offset
+        # read_committed readers stop at the LSO (nothing of an open transaction)
+        end = lso if read_committed else hw
         try:
             if f.offset < log_.log_start_offset or f.offset > log_.log_end_offset:
                 out["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
                 errors = True
                 continue
-            if f.offset >= hw or (remaining <= 0 and not min_one):
+            if f.offset >= end or (remaining <= 0 and not min_one):
                 continue
             limit = min(f.max_bytes, remaining)
-            data = log_.read(f.offset, limit, max_offset=hw, min_one_batch=min_one)
+            data = log_.read(f.offset, limit, max_offset=end, min_one_batch=min_one)
         except KafkaError as e:
             out["error_code"] = e.code
             errors = True
@@ -111,6 +114,11 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
             out["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
             errors = True
             continue
+        if data and read_committed:
+            out["aborted_transactions"] = [
+                {"producer_id": pid, "first_offset": first}
+                for pid, first in log_.collect_aborted_transactions(f.offset,
+                                                                    _end_of(data))]
         if data:
             min_one = False
             remaining -= len(data)
@@ -126,6 +134,15 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
     body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
             "responses": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
     return body, total, errors
+
+
+def _end_of(data) -> int:
+    """The offset after the last whole batch in data (raw v2 batches from the log)."""
+    from ...protocol.records.header import iter_headers
+    last = -1
+    for _, h in iter_headers(data):
+        last = h.base_offset + h.last_offset_delta
+    return last + 1
 
 
 def _down_convert(data: bytes, magic: int, f: PartitionFetch) -> bytes:
@@ -166,6 +183,12 @@ class DelayedFetch(DelayedOperation):
                 continue
             if f.offset > p.log.log_end_offset or f.offset < p.log.log_start_offset:
                 return self.force_complete()      # now out of range: answer with the error
+            if self.read_committed:
+                # bytes are counted below the HW; what a read_committed reader may take
+                # is bounded by the LSO: answer as soon as anything stable is there
+                if p.last_stable_offset > f.offset and p.committed_bytes > f.snapshot:
+                    return self.force_complete()
+                continue
             available += p.committed_bytes - f.snapshot
         if available >= self.min_bytes:
             return self.force_complete()

@@ -1,6 +1,8 @@
 """ListOffsets (2): offsets by time: earliest (-2), latest (-1) or the first record at or after
 a timestamp. v0 answers with a list of offsets (old_style_offsets) instead of one offset and
-timestamp. "Latest" is the high watermark: the next offset a consumer will see.
+timestamp. "Latest" is the high watermark: the next offset a consumer will see; for
+read_committed requests (v2+ isolation_level 1) it is the last stable offset, where such a
+consumer stops.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ EARLIEST = -2
 def handle(broker, ctx, request) -> dict:
     version = ctx.api_version
     rm = broker.replica_manager
+    read_committed = request.get("isolation_level", 0) == 1
     topics = []
     for t in request["topics"]:
         parts = []
@@ -35,7 +38,8 @@ def handle(broker, ctx, request) -> dict:
             ts = pt["timestamp"]
             try:
                 if ts == LATEST:
-                    offset, found_ts = p.high_watermark, -1
+                    offset = p.last_stable_offset if read_committed else p.high_watermark
+                    found_ts = -1
                 elif ts == EARLIEST:
                     offset, found_ts = p.log.log_start_offset, -1
                 elif ts < 0:

@@ -18,7 +18,9 @@ import asyncio
 import logging
 import time
 
-from ...protocol.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
+from ...protocol.errors import (ErrorCode, InvalidTxnStateError, KafkaError,
+                               UnknownTopicOrPartitionError, error_for_code)
+from ...protocol.records.header import parse_header
 from ..purgatory import DelayedOperation
 from ..record_validation import validate_records
 from ..server import NO_RESPONSE, CloseConnection
@@ -55,16 +57,7 @@ def handle(broker, ctx, request):
     acks = request["acks"]
     version = ctx.api_version
     results: list[PartitionResult] = []
-    if request.get("transactional_id") is not None:
-        # Transactions are a separate issue; without a coordinator no transactional producer
-        # can get this far, so refuse plainly.
-        for topic in request["topic_data"]:
-            for pd in topic["partition_data"]:
-                r = PartitionResult(topic["name"], pd["index"])
-                r.error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-                r.message = "this broker does not support transactions"
-                results.append(r)
-        return _response(results, version)
+    tid = request.get("transactional_id")
     if acks not in (-1, 0, 1):
         for topic in request["topic_data"]:
             for pd in topic["partition_data"]:
@@ -82,7 +75,7 @@ def handle(broker, ctx, request):
             r = PartitionResult(name, pd["index"])
             results.append(r)
             try:
-                _append_partition(broker, r, pd["records"], acks, version, now_ms)
+                _append_partition(broker, r, pd["records"], acks, version, now_ms, tid)
             except KafkaError as e:
                 r.fail(e)
                 broker.metrics.error(API_KEY, e.name)
@@ -117,7 +110,7 @@ def handle(broker, ctx, request):
 
 
 def _append_partition(broker, r: PartitionResult, records, acks: int, version: int,
-                      now_ms: int) -> None:
+                      now_ms: int, transactional_id: str | None = None) -> None:
     p = broker.replica_manager.get(r.topic, r.partition)
     if p is None:
         t = broker.store.get(r.topic) or broker.maybe_auto_create(r.topic)
@@ -129,6 +122,8 @@ def _append_partition(broker, r: PartitionResult, records, acks: int, version: i
                 + ("" if broker.config.get("auto.create.topics.enable")
                    else " and auto.create.topics.enable is false; create it first"))
     v = validate_records(records, version, p.config, now_ms)
+    if version >= 3:
+        _check_transactional(broker, transactional_id, v.data, r)
     info = p.append_records_to_leader(v.data, acks, now_ms)
     if not info.duplicate:
         broker.metrics.records_in(v.records)
@@ -137,6 +132,27 @@ def _append_partition(broker, r: PartitionResult, records, acks: int, version: i
     r.log_append_time = info.log_append_time_ms
     r.log_start_offset = info.log_start_offset
     r.pending = acks == -1
+
+
+def _check_transactional(broker, transactional_id, data, r: PartitionResult) -> None:
+    """Transactional batches need a transactional id, and (KIP-890 part 1) the partition must
+    already be in the producer's ongoing transaction: a late or stray write must never start
+    a transaction the coordinator does not know (it would hold the LSO forever)."""
+    h = parse_header(data, 0)
+    if not h.is_transactional:
+        return
+    if transactional_id is None:
+        raise InvalidTxnStateError(f"a transactional batch for {r.topic}-{r.partition} came "
+                                   "without a transactional id")
+    coord = broker.txn_coordinator
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.verify_partition(
+        transactional_id, h.producer_id, h.producer_epoch, r.topic, r.partition)
+    if code == ErrorCode.PRODUCER_FENCED:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH      # what Produce answers, in every version
+    if code:
+        raise error_for_code(code, f"{r.topic}-{r.partition} is not part of the ongoing "
+                                   f"transaction of {transactional_id!r}"
+                             if code == ErrorCode.INVALID_TXN_STATE else None)
 
 
 class DelayedProduce(DelayedOperation):

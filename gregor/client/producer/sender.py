@@ -23,6 +23,7 @@ _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAIL
                     ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FENCED_LEADER_EPOCH,
                     ErrorCode.UNKNOWN_LEADER_EPOCH}
 _SEQUENCE_ERRORS = {ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID}
+_CLIENT_MAX_VERSION = {"AddPartitionsToTxn": 3}
 # Produce v3 is the first to carry record batch v2 (magic 2), which is all we write.
 MIN_PRODUCE_VERSION = 3
 
@@ -109,6 +110,9 @@ class Sender:
         # While the producer id is pending, can_send() holds batches back; metadata, expiry
         # and connections still make progress.
         timeout = min(timeout, self._send_producer_data(now))
+        if txn is not None and txn.transactional and txn.pending_partitions \
+                and self._txn_req is None:
+            timeout = 0.0   # the drain just found partitions to add: ask for them now
         # send() wakes us only when we would otherwise sleep past a new batch's linger: a
         # wakeup is a syscall plus a GIL hand-off, too dear to make per batch. While requests
         # are in flight (when batches pile up fastest) we look again every linger.ms (at
@@ -372,6 +376,9 @@ class Sender:
             txn.put_back(req)
             return max(net.connection_delay(node, now), 0.005)
         version = net.api_version_for(node, req.api)
+        if version is not None:
+            # AddPartitionsToTxn v4+ is the brokers' batched form (KIP-890): clients send v3
+            version = min(version, _CLIENT_MAX_VERSION.get(req.api, version))
         if version is None:
             from .transactions import TransactionError
             txn.fatal(TransactionError(f"the broker does not support {req.api}: it cannot run "
