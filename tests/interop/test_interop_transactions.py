@@ -250,3 +250,49 @@ def test_gregors_transactional_producer_commits_and_aborts(target, topic_name):
         seen.extend(r.value for r in c.poll(0.5))
         c.close()
         assert sorted(seen) == sorted(committed), arrow
+
+
+def test_kafka_python_admin_sees_and_aborts_a_stuck_transaction(target, topic_name):
+    """An operator's path: list and describe transactions, find the producer holding the LSO
+    (DescribeProducers), abort its transaction by hand (WriteTxnMarkers)."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+    bootstrap = target.bootstrap
+    _create(bootstrap, topic_name, partitions=1)
+    tid = f"tx-{topic_name}"
+    p = _txn_producer(bootstrap, tid)
+    p.begin_transaction()
+    _write(p, topic_name, [b"stuck-%d" % i for i in range(5)], partitions=1)
+    p.flush(TIMEOUT)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        listed = [t for ts in admin.list_transactions(state_filters=["Ongoing"]).values()
+                  for t in ts]
+        assert tid in {t.transactional_id for t in listed}
+        d = admin.describe_transactions([tid])[tid]
+        assert d.state.value == "Ongoing" and d.producer_epoch == 0
+        assert d.topic_partitions == {KTP(topic_name, 0)}
+        state = admin.describe_producers([KTP(topic_name, 0)])[KTP(topic_name, 0)]
+        (prod,) = state.active_producers
+        assert (prod.producer_id, prod.current_transaction_start_offset) == (d.producer_id, 0)
+        from kafka.admin import AbortTransactionSpec
+        import inspect
+        spec_args = inspect.signature(AbortTransactionSpec).parameters
+        kwargs = {"topic_partition": KTP(topic_name, 0), "producer_id": prod.producer_id,
+                  "producer_epoch": prod.producer_epoch}
+        if "coordinator_epoch" in spec_args:
+            kwargs["coordinator_epoch"] = -1
+        if "transaction_timeout_ms" in spec_args:
+            kwargs["transaction_timeout_ms"] = 60000
+        admin.abort_transaction(AbortTransactionSpec(**kwargs))
+        state = admin.describe_producers([KTP(topic_name, 0)])[KTP(topic_name, 0)]
+        assert state.active_producers[0].current_transaction_start_offset == -1
+    finally:
+        admin.close()
+    # the partition is stable again: read_committed readers get nothing of it
+    plain = Producer({"bootstrap.servers": bootstrap})
+    plain.produce(topic_name, value=b"after", partition=0)
+    plain.flush(TIMEOUT)
+    assert _read(bootstrap, topic_name, "read_committed", partitions=1,
+                 expect_at_least=1) == [b"after"]
+

@@ -24,7 +24,7 @@ MODULES = [
     "delete_topics", "delete_records", "init_producer_id", "describe_configs",
     "create_partitions", "alter_configs", "find_coordinator", "describe_cluster",
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "describe_transactions",
-    "list_transactions",
+    "list_transactions", "describe_producers", "write_txn_markers",
 ]
 
 
