@@ -159,20 +159,14 @@ class Producer(TransactionalMethods):
         self._acc_lock = self._acc.lock
         self._stages = self._acc.stages
         self._metadata.listeners.append(self._on_metadata)
-        if tid is not None:
-            # Records may only be sent inside a transaction: one state check per send(), so
-            # the compiled fast path (which has no such check) stays out of the way.
-            python_send, check = self._py_send, self._txn.check_can_send
-
-            def send(*args, **kwargs):
-                check()
-                return python_send(*args, **kwargs)
-            self.send = self.produce = send
-        elif FastSend is not None and isinstance(self._acc_lock, FastLock):
+        fast = None
+        if FastSend is not None and isinstance(self._acc_lock, FastLock):
             # The compiled fast path (_fastpath.pyx): the Python send() below stays the
             # reference it falls back to for anything off the common path.
-            self.send = self.produce = FastSend(
-                self, self._py_send, FutureRecordMetadata, ProducerBatch).send
+            fast = FastSend(self, self._py_send, FutureRecordMetadata, ProducerBatch).send
+            self.send = self.produce = fast
+        if tid is not None:
+            self._init_transactional_send(fast or self._py_send)
         if _start:
             self._sender.start(f"gregor-producer-network-thread | {cfg['client.id']}")
 

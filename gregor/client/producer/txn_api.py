@@ -43,6 +43,22 @@ def _group(meta) -> dict:
 class TransactionalMethods:
     _txn = None
 
+    def _init_transactional_send(self, send) -> None:
+        """Records may only be sent inside a transaction. Rather than a state check in every
+        send() (the compiled fast path has none), send is switched: the plain one between
+        begin_transaction() and the start of commit/abort, a checking one otherwise."""
+        check = self._txn.check_can_send
+
+        def gated(*args, **kwargs):
+            check()
+            return send(*args, **kwargs)
+        self._open_send, self._gated_send = send, gated
+        self.send = self.produce = gated
+
+    def _gate(self, open_: bool) -> None:
+        if not self._closed:
+            self.send = self.produce = self._open_send if open_ else self._gated_send
+
     def _txn_manager(self) -> TransactionManager:
         txn = self._txn
         if not isinstance(txn, TransactionManager):
@@ -62,6 +78,7 @@ class TransactionalMethods:
 
     def begin_transaction(self) -> None:
         self._txn_manager().begin_transaction()
+        self._gate(True)
 
     def send_offsets_to_transaction(self, offsets, group_metadata,
                                     timeout: float | None = None) -> None:
@@ -78,7 +95,13 @@ class TransactionalMethods:
         txn = self._txn_manager()
         if txn.txn_state == "abortable_error":
             raise txn.txn_error
-        self.flush(self._timeout(timeout))
+        self._gate(False)
+        try:
+            self.flush(self._timeout(timeout))
+        except BaseException:
+            if txn.txn_state == "in_transaction":
+                self._gate(True)        # a timed-out flush: the transaction goes on
+            raise
         r = txn.begin_commit()
         self._network.wakeup()
         r.wait(self._timeout(timeout), "commit_transaction()")
@@ -86,6 +109,7 @@ class TransactionalMethods:
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop records not yet sent, wait for those in flight, then abort."""
         txn = self._txn_manager()
+        self._gate(False)
         r = txn.begin_abort()
         self._network.wakeup()
         r.wait(self._timeout(timeout), "abort_transaction()")
