@@ -1,4 +1,4 @@
-"""SyncGroup (key 14): hand the assignment chosen by the leader to every member."""
+"""SyncGroup (key 14): the leader hands out assignments; every member receives its own."""
 from ..schema import Api, F, NULL
 
 API = Api(

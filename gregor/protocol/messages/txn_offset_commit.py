@@ -1,4 +1,5 @@
-"""TxnOffsetCommit (key 28): commit group offsets as part of a transaction."""
+"""TxnOffsetCommit (key 28): offsets committed as part of a transaction (pending until its
+markers are written)."""
 from ..schema import Api, F, NULL
 
 API = Api(
@@ -9,7 +10,7 @@ API = Api(
         F("producer_id", "int64"),
         F("producer_epoch", "int16"),
         F("generation_id", "int32", v="3+", default=-1),
-        F("member_id", "string", v="3+"),
+        F("member_id", "string", v="3+", default=""),
         F("group_instance_id", "string", v="3+", nullable="3+", default=NULL),
         F("topics", "[]", fields=[
             F("name", "string"),
