@@ -89,6 +89,7 @@ class Broker:
         self._shutdown_started = False
         self.max_partitions = partition_budget(config)
         self.txn = None                  # the transaction coordinator service (txn/service.py)
+        self.groups = None               # the group coordinator service (group/service.py)
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -114,6 +115,8 @@ class Broker:
         from .txn.service import TxnService
         self.txn = TxnService(self)
         self.txn.load_existing()
+        from .group.service import GroupService
+        self.groups = GroupService(self)
 
     async def start(self, metrics_port: int | None = None) -> tuple[str, int]:
         self.open()
@@ -148,6 +151,8 @@ class Broker:
             log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._retention_loop()))
+        self.groups.load_existing()      # on the loop: loaded members' session timers start
+        self.groups.start_timers()
         self.txn.start_timers()
         return self.host, self.port
 
@@ -174,6 +179,8 @@ class Broker:
             t.cancel()
         if self.txn is not None:
             self.txn.close()
+        if self.groups is not None:
+            self.groups.close()
         await rm.wait_for_flush()
         rm.flush_all()
         rm.close_all()
@@ -210,6 +217,14 @@ class Broker:
             return None
         self.txn.ensure()
         return self.txn.coordinator
+
+    @property
+    def group_coordinator(self):
+        """The group coordinator, with `__consumer_offsets` created on first use."""
+        if self.groups is None:
+            return None
+        self.groups.ensure()
+        return self.groups.coordinator
 
     # -- topics -----------------------------------------------------------------------------
 

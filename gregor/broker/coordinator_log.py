@@ -71,9 +71,12 @@ class CoordinatorLog:
 
     async def append(self, partition: int, records: list[tuple[bytes, bytes | None]], *,
                      producer_id: int = -1, producer_epoch: int = -1,
-                     base_sequence: int = -1, transactional: bool = False) -> int:
+                     base_sequence: int = -1, transactional: bool = False,
+                     origin: str = "client") -> int:
         """Append the records as one batch and wait until they are committed; returns the last
-        offset. Raises a KafkaError when the write fails or is not committed in time."""
+        offset. Raises a KafkaError when the write fails or is not committed in time.
+        origin="coordinator" skips the producer sequence rules (a coordinator writing a
+        transaction's offsets for a producer, as Kafka's coordinator-origin appends do)."""
         p = self.broker.replica_manager.get(self.topic, partition)
         if p is None:
             raise NotLeaderOrFollowerError(f"{self.topic}-{partition} is not hosted here")
@@ -81,7 +84,7 @@ class CoordinatorLog:
         data = encode_batch([(now, k, v, []) for k, v in records], producer_id=producer_id,
                             producer_epoch=producer_epoch, base_sequence=base_sequence,
                             transactional=transactional)
-        info = p.append_records_to_leader(bytearray(data), -1, now)
+        info = p.append_records_to_leader(bytearray(data), -1, now, origin=origin)
         await wait_committed(self.broker, p, info.last_offset + 1, self.commit_timeout_ms)
         return info.last_offset
 

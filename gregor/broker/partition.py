@@ -70,7 +70,8 @@ class Partition:
 
     # -- produce ---------------------------------------------------------------------------
 
-    def append_records_to_leader(self, data: bytes, required_acks: int, now_ms: int):
+    def append_records_to_leader(self, data: bytes, required_acks: int, now_ms: int,
+                                 origin: str = "client"):
         """Append validated v2 batches; returns the log's AppendInfo. Raises
         NotEnoughReplicasError (nothing appended) when acks=all cannot be satisfied, and the
         log's own errors (sequence checks, storage errors)."""
@@ -82,7 +83,7 @@ class Partition:
                 "produce with acks=1")
         info = self.log.append(
             data, timestamp_type="LogAppendTime" if self.log_append_time else "CreateTime",
-            now_ms=now_ms)
+            now_ms=now_ms, check_sequence=origin == "client")
         if not info.duplicate:
             self._uncommitted.append((info.last_offset + 1, len(data)))
             if self.manager is not None:

@@ -185,14 +185,15 @@ class Log:
         return out
 
     def append(self, data, *, assign_offsets: bool = True, timestamp_type: str | None = None,
-               now_ms: int | None = None) -> AppendInfo:
+               now_ms: int | None = None, check_sequence: bool = True) -> AppendInfo:
         """Append one or more v2 batches (already validated by the caller).
 
         With assign_offsets (a client's produce) the log assigns offsets (a bytearray passed in
         is patched in place; bytes are left alone and the offsets are written into the file
         only) and enforces the producer-state rules; without
         (replication) the batches must continue the log at log_end_offset. timestamp_type
-        defaults to the config's message.timestamp.type."""
+        defaults to the config's message.timestamp.type. check_sequence=False (a coordinator's
+        own write for a producer) keeps the epoch rules but not the sequence ones."""
         now = self._clock() if now_ms is None else now_ms
         ts_type = timestamp_type or self.config.message_timestamp_type
         stamp = ts_type == "LogAppendTime" and assign_offsets
@@ -236,7 +237,8 @@ class Log:
                 set_log_append_time(buf, pos, h.size, now)
                 h.max_timestamp = now
                 h.attributes |= TIMESTAMP_TYPE_BIT
-        staged = producers.stage(headers, validate=assign_offsets)
+        staged = producers.stage(headers, validate=assign_offsets,
+                                 check_sequence=check_sequence)
         has_control = any(h.is_control for h in headers)
         max_ts = (headers[0].max_timestamp if len(headers) == 1
                   else max(h.max_timestamp for h in headers))

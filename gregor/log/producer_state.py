@@ -148,7 +148,8 @@ class ProducerStateManager:
             return None
         return entry.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
 
-    def stage(self, headers: list[BatchHeader], *, validate: bool) -> dict[int, ProducerStateEntry]:
+    def stage(self, headers: list[BatchHeader], *, validate: bool,
+              check_sequence: bool = True) -> dict[int, ProducerStateEntry]:
         """Check and apply headers (offsets already assigned) to copies of the entries; the
         live state changes only in commit(), so a rejected append leaves no trace."""
         staged: dict[int, ProducerStateEntry] = {}
@@ -162,17 +163,18 @@ class ProducerStateManager:
                 updated = current.copy() if current else ProducerStateEntry(pid)
                 staged[pid] = updated
             if validate:
-                self._validate(h, updated)
+                self._validate(h, updated, check_sequence)
             self._apply(h, updated)
         return staged
 
-    def _validate(self, h: BatchHeader, updated: ProducerStateEntry) -> None:
+    def _validate(self, h: BatchHeader, updated: ProducerStateEntry,
+                  check_sequence: bool = True) -> None:
         pid, epoch = h.producer_id, h.producer_epoch
         if epoch < updated.epoch:
             raise InvalidProducerEpochError(
                 f"producer {pid} sent epoch {epoch} at offset {h.base_offset}, older than its "
                 f"current epoch {updated.epoch}; a newer producer instance has taken over")
-        if h.is_control:
+        if h.is_control or not check_sequence:
             return
         first_seq = h.base_sequence
         current = self.producers.get(pid)

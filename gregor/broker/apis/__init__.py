@@ -25,6 +25,8 @@ MODULES = [
     "create_partitions", "alter_configs", "find_coordinator", "describe_cluster",
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "describe_transactions",
     "list_transactions", "describe_producers", "write_txn_markers",
+    "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
+    "describe_groups", "list_groups", "delete_groups", "offset_delete", "txn_offset_commit",
 ]
 
 

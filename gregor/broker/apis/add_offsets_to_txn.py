@@ -16,8 +16,10 @@ def handle(broker, ctx, request):
     convert = fenced_for(ctx.api_version, 2)
     if coord is None:
         return {"throttle_time_ms": 0, "error_code": E.COORDINATOR_NOT_AVAILABLE}
+    groups = broker.group_coordinator      # creates __consumer_offsets: the markers go there
     n = int(broker.config.get("offsets.topic.num.partitions"))
-    tp = (OFFSETS_TOPIC, partition_for(request["group_id"], n))
+    tp = (OFFSETS_TOPIC, groups.partition_of(request["group_id"]) if groups is not None
+          else partition_for(request["group_id"], n))
     return respond_later(
         coord.add_partitions(request["transactional_id"], request["producer_id"],
                              request["producer_epoch"], [tp]),

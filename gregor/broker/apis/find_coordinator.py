@@ -1,32 +1,52 @@
 """FindCoordinator (10): which broker coordinates a consumer group or a transactional id.
 
-For groups the answer is this broker (the only one). The group APIs themselves (JoinGroup,
-OffsetCommit, ...) belong to the consumer-group issue and are not advertised until they exist;
-clients check the ApiVersions table before using them. Serving this API matters beyond groups:
-librdkafka enables LZ4 compression (and other 0.8.2-era features) only when the broker
-advertises FindCoordinator v0. Transactions are not supported, so transactional ids get
-COORDINATOR_NOT_AVAILABLE.
+On a single node it is always this broker; the first lookup of a kind creates its internal
+topic (`__consumer_offsets` or `__transaction_state`), as Kafka does. v4+ asks for a batch of
+keys at once. Serving v0 matters beyond groups: librdkafka enables LZ4 compression (and other
+0.8.2-era features) only when the broker advertises FindCoordinator v0.
 """
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
 
 API_KEY = 10
-VERSIONS = (0, 2)           # v3 is the first flexible version
+VERSIONS = (0, 4)           # v5 adds TRANSACTION_ABORTABLE, v6 share groups
 GROUP, TRANSACTION = 0, 1
+
+
+def _find(broker, key: str, key_type: int) -> tuple[int, str | None]:
+    if key_type == TRANSACTION:
+        if broker.txn_coordinator is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction coordinator is not running"
+        return ErrorCode.NONE, None
+    if key_type == GROUP:
+        coord = broker.group_coordinator
+        if coord is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not running"
+        if not key:
+            return ErrorCode.INVALID_REQUEST, "the group id is empty"
+        code = coord.group_status(key)
+        return (code, None) if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else \
+            (ErrorCode.NONE, None)
+    return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
 
 
 def handle(broker, ctx, request) -> dict:
     key_type = request.get("key_type", GROUP)
-    if key_type == TRANSACTION:
-        if broker.txn_coordinator is None:      # creates __transaction_state on first use
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                    "error_message": "the transaction coordinator is not running",
-                    "node_id": -1, "host": "", "port": -1}
-    elif key_type != GROUP:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": f"unknown coordinator key type {key_type}",
-                "node_id": -1, "host": "", "port": -1}
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "node_id": broker.broker_id, "host": broker.advertised_host,
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in request["coordinator_keys"]:
+            code, message = _find(broker, key, key_type)
+            coordinators.append({"key": key, "error_code": code, "error_message": message,
+                                 **_node(broker, code)})
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+    code, message = _find(broker, request["key"], key_type)
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+            **_node(broker, code)}
+
+
+def _node(broker, code: int) -> dict:
+    if code:
+        return {"node_id": -1, "host": "", "port": -1}
+    return {"node_id": broker.broker_id, "host": broker.advertised_host,
             "port": broker.advertised_port}

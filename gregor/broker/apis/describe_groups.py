@@ -1,0 +1,23 @@
+"""DescribeGroups (15): state, protocol and members of groups."""
+from __future__ import annotations
+
+from ._group_common import E, coordinator
+
+API_KEY = 15
+VERSIONS = (0, 5)
+# Not asked for (or not supported): Kafka's "unknown" value; clients ignore it.
+NO_OPERATIONS = -2147483648
+
+
+def handle(broker, ctx, request):
+    coord = coordinator(broker)
+    groups = []
+    for gid in request["groups"]:
+        if coord is None:
+            d = {"error_code": E.COORDINATOR_NOT_AVAILABLE, "group_id": gid, "group_state": "",
+                 "protocol_type": "", "protocol_data": "", "members": []}
+        else:
+            d = coord.describe(gid)
+        d["authorized_operations"] = NO_OPERATIONS
+        groups.append(d)
+    return {"throttle_time_ms": 0, "groups": groups}

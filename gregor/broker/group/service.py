@@ -1,0 +1,165 @@
+"""The group coordinator inside a broker: its store (`__consumer_offsets`), timers, metrics
+and housekeeping.
+
+On a single node this broker leads every partition of `__consumer_offsets`, so it loads them
+all when it starts (or creates the topic the first time a group shows up, as Kafka does on the
+first FindCoordinator for a group). With replication the same load_partition /
+unload_partition calls follow leadership of those partitions.
+
+Bounding the topic: every commit is a record, so `__consumer_offsets` grows with commits.
+It is created with cleanup.policy=compact (Kafka's setting): the log cleaner keeps the last
+record per key (group, topic, partition) and drops tombstones after delete.retention.ms.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ..coordinator_log import CoordinatorLog
+from .coordinator import TOPIC, GroupConfig, GroupCoordinator
+
+log = logging.getLogger("gregor.broker.group")
+
+
+class _Timer:
+    __slots__ = ("handle",)
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def cancel(self) -> None:
+        self.handle.cancel()
+
+
+class LoopTimers:
+    def call_later(self, delay_ms: int, fn) -> _Timer:
+        return _Timer(asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000.0, fn))
+
+
+class LogStore:
+    """store.write for the coordinator: one batch per call, answered when committed."""
+
+    def __init__(self, log_: CoordinatorLog):
+        self.log = log_
+        self._tasks: set[asyncio.Task] = set()
+
+    def write(self, partition, records, done, producer=None) -> None:
+        task = asyncio.get_running_loop().create_task(
+            self._write(partition, records, done, producer))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _write(self, partition, records, done, producer) -> None:
+        try:
+            if producer is None:
+                last = await self.log.append(partition, records)
+            else:
+                last = await self.log.append(partition, records, producer_id=producer[0],
+                                             producer_epoch=producer[1], transactional=True,
+                                             origin="coordinator")
+        except KafkaError as e:
+            log.warning("writing %d record(s) to %s-%d failed: %s", len(records), TOPIC,
+                        partition, e)
+            done(e.code, -1)
+            return
+        except Exception:
+            log.exception("writing to %s-%d failed", TOPIC, partition)
+            done(ErrorCode.UNKNOWN_SERVER_ERROR, -1)
+            return
+        done(0, last)
+
+
+class GroupMetrics:
+    """Counters the coordinator bumps, and a collector for groups by state."""
+
+    def __init__(self):
+        self.counts = {"rebalances": 0, "offset_commits": 0, "expirations": 0}
+        self.coordinator: GroupCoordinator | None = None
+
+    def count(self, what: str) -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+    def collect(self):
+        g = GaugeMetricFamily("gregor_groups", "Consumer groups by state", labels=["state"])
+        if self.coordinator is not None:
+            for state, n in self.coordinator.groups_by_state().items():
+                g.add_metric([state], n)
+        yield g
+        for name, what, help_ in (
+                ("gregor_group_rebalances", "rebalances", "Rebalances started"),
+                ("gregor_group_offset_commits", "offset_commits", "Offset commits stored"),
+                ("gregor_group_member_expirations", "expirations",
+                 "Members removed after their session timed out")):
+            c = CounterMetricFamily(name, help_)
+            c.add_metric([], self.counts.get(what, 0))
+            yield c
+
+
+class GroupService:
+    def __init__(self, broker):
+        self.broker = broker
+        cfg = broker.config
+        self.config = GroupConfig(
+            num_partitions=int(cfg.get("offsets.topic.num.partitions")),
+            min_session_timeout_ms=int(cfg.get("group.min.session.timeout.ms")),
+            max_session_timeout_ms=int(cfg.get("group.max.session.timeout.ms")),
+            initial_rebalance_delay_ms=int(cfg.get("group.initial.rebalance.delay.ms")),
+            max_size=int(cfg.get("group.max.size")),
+            metadata_max_bytes=int(cfg.get("offset.metadata.max.bytes")),
+            retention_ms=int(cfg.get("offsets.retention.minutes")) * 60000)
+        self.store = CoordinatorLog(
+            broker, TOPIC, self.config.num_partitions,
+            {"cleanup.policy": "compact",
+             "segment.bytes": str(cfg.get("offsets.topic.segment.bytes"))},
+            commit_timeout_ms=int(cfg.get("offsets.commit.timeout.ms")))
+        self.metrics = GroupMetrics()
+        self.coordinator = GroupCoordinator(
+            self.config, LogStore(self.store), LoopTimers(), _now_ms, self.metrics)
+        self.metrics.coordinator = self.coordinator
+        try:
+            broker.metrics.registry.register(self.metrics)
+        except Exception:           # a second service in one process (tests): keep going
+            log.debug("group metrics already registered")
+        self._tasks: list[asyncio.Task] = []
+
+    def load_existing(self) -> None:
+        """Load every partition of the topic if it exists (broker start, on the loop)."""
+        if self.store.exists():
+            self._load_all()
+
+    def ensure(self) -> None:
+        if not self.store.exists():
+            self.store.ensure()
+        if len(self.coordinator.partitions) < self.config.num_partitions:
+            self._load_all()
+
+    def _load_all(self) -> None:
+        for n in range(self.config.num_partitions):
+            if n not in self.coordinator.partitions:
+                self.coordinator.load_partition(n, self.store.batches(n))
+        log.info("loaded %d consumer group(s) from %s", len(self.coordinator.groups), TOPIC)
+
+    def start_timers(self) -> None:
+        interval = int(self.broker.config.get("offsets.retention.check.interval.ms"))
+        self._tasks.append(asyncio.get_running_loop().create_task(self._expire_every(interval)))
+
+    async def _expire_every(self, interval_ms: int) -> None:
+        while True:
+            await asyncio.sleep(max(0.01, interval_ms / 1000.0))
+            try:
+                self.coordinator.expire_offsets()
+            except Exception:
+                log.exception("expiring committed offsets failed")
+
+    def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        self.coordinator.close()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
