@@ -205,6 +205,15 @@ def test_api_versions_table(tmp_path):
             assert table[key][0] == 0 and table[key][1] >= 3, (key, table[key])
         assert table[22] == (0, 4)
         assert table[10][0] == 0     # FindCoordinator v0: librdkafka's condition for LZ4
+        # groups: librdkafka 2.0.2 (kcat) enables its balanced consumer only when these
+        # versions are in the ranges; the newest clients send JoinGroup v5-7, OffsetCommit and
+        # OffsetFetch v8-9
+        for key, v in {10: 0, 8: 2, 9: 1, 11: 0, 14: 0, 12: 0, 13: 0}.items():
+            assert table[key][0] <= v <= table[key][1], (key, table[key])
+        assert table[11][1] >= 7 and table[8][1] == 9 and table[9][1] == 9
+        assert table[28][0] == 0 and table[28][1] >= 3     # TxnOffsetCommit
+        # KIP-848 is not served: librdkafka would describe classic groups through API 69
+        assert 68 not in table and 69 not in table
         # kafka-python infers a modern broker from this table
         from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
         assert infer_broker_version_from_api_versions(table) >= (1, 0)
@@ -245,6 +254,10 @@ def test_find_coordinator(tmp_path):
         assert (r["error_code"], r["node_id"]) == (0, 0)
         r = await call(b, "FindCoordinator", 2, {"key": "tx", "key_type": 7})
         assert r["error_code"] == ErrorCode.INVALID_REQUEST
+        r = await call(b, "FindCoordinator", 4, {"key_type": 0, "coordinator_keys": ["a", ""]})
+        assert [(c["key"], c["error_code"], c["node_id"]) for c in r["coordinators"]] == \
+            [("a", 0, 0), ("", ErrorCode.INVALID_REQUEST, -1)]
+        assert b.store.get("__consumer_offsets").partitions == 50
     run_broker(tmp_path, s)
 
 

@@ -273,6 +273,7 @@ class GroupCoordinator(OffsetsMixin):
         else:
             group.join_timer = self.timers.call_later(
                 group.max_rebalance_timeout_ms(), lambda: self._join_deadline(group))
+            self._try_complete_join(group)      # e.g. the last member left: nobody to wait for
 
     def _schedule_initial_join(self, group: Group, delay: int, remaining: int) -> None:
         def fire() -> None:
@@ -507,10 +508,16 @@ class GroupCoordinator(OffsetsMixin):
             if member.heartbeat_timer is not handle:
                 return
             member.heartbeat_timer = None
-            if group.members.get(member.member_id) is member:
-                self._count("expirations")
-                self._remove_member_and_update(group, member, "expired (no heartbeat within "
-                                               f"{member.session_timeout_ms} ms)")
+            if group.members.get(member.member_id) is not member:
+                return
+            if (member.awaiting_join and not member.is_new) or member.sync_callback is not None:
+                # Waiting in a JoinGroup or SyncGroup counts as alive (the rebalance and sync
+                # deadlines remove members that never get there).
+                self._schedule_heartbeat(group, member)
+                return
+            self._count("expirations")
+            self._remove_member_and_update(group, member, "expired (no heartbeat within "
+                                           f"{member.session_timeout_ms} ms)")
         handle = self.timers.call_later(timeout, expire)
         member.heartbeat_timer = handle
 
