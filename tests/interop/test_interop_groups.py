@@ -1,0 +1,285 @@
+"""Consumer groups with real clients against the broker: confluent-kafka (range and
+cooperative-sticky), kafka-python, aiokafka, kcat -G, and a group mixing clients.
+
+Each scenario checks what an application relies on: the members' assignments are disjoint and
+cover every partition, every record is consumed exactly once while the group is stable, the
+group rebalances when a member leaves or dies (kill -9: its session expires), and a restarted
+group resumes exactly at the committed offsets.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from tests.interop.targets import start_target
+
+pytestmark = pytest.mark.interop
+
+PARTITIONS = 4
+SESSION_MS = 6000
+KCAT = shutil.which("kcat") or shutil.which("kafkacat")
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = start_target(tmp_path_factory.mktemp("groups") / "data",
+                     settings={"group.initial.rebalance.delay.ms": "0",
+                               "group.min.session.timeout.ms": "1000"})
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+_seq = iter(range(10 ** 6))
+
+
+def new_topic(broker, n_records: int, partitions: int = PARTITIONS) -> str:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    name = f"groups-{next(_seq)}-{int(time.time() * 1000) % 100000}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for i in range(n_records):
+        p.produce(name, key=b"%d" % i, value=b"v%d" % i, partition=i % partitions)
+    assert p.flush(30) == 0
+    return name
+
+
+def confluent(broker, group, **extra):
+    from confluent_kafka import Consumer
+    return Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500, **extra})
+
+
+def poll_until(consumers, want: int, timeout: float = 60.0, seen=None) -> dict:
+    """Poll the consumers round robin until `want` records were seen in total; returns
+    {(partition, offset): [member index, ...]} (a list, so duplicates show)."""
+    seen = {} if seen is None else seen
+    deadline = time.monotonic() + timeout
+    while sum(len(v) for v in seen.values()) < want and time.monotonic() < deadline:
+        for i, c in enumerate(consumers):
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                seen.setdefault((m.partition(), m.offset()), []).append(i)
+    return seen
+
+
+def wait_assigned(consumers, partitions: int = PARTITIONS, timeout: float = 30.0, seen=None):
+    """Poll until every member has partitions and together they cover each partition once
+    (records polled on the way go into `seen`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for i, c in enumerate(consumers):
+            m = c.poll(0.05)
+            if m is not None and not m.error() and seen is not None:
+                seen.setdefault((m.partition(), m.offset()), []).append(i)
+        sets = [{tp.partition for tp in c.assignment()} for c in consumers]
+        union = set().union(*sets)
+        if union == set(range(partitions)) and sum(len(s) for s in sets) == partitions \
+                and all(sets):
+            return sets
+    raise AssertionError(f"assignments never settled: {[c.assignment() for c in consumers]}")
+
+
+def rewind(consumers) -> None:
+    from confluent_kafka import TopicPartition
+    for c in consumers:
+        for tp in c.assignment():
+            c.seek(TopicPartition(tp.topic, tp.partition, 0))
+
+
+def exactly_once(seen: dict, n: int) -> None:
+    dups = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not dups, f"records consumed more than once: {list(dups.items())[:5]}"
+    per_partition = {}
+    for p, o in seen:
+        per_partition.setdefault(p, []).append(o)
+    assert sum(len(v) for v in per_partition.values()) == n
+    for p, offs in per_partition.items():
+        assert sorted(offs) == list(range(len(offs))), f"partition {p} has gaps"
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
+def test_confluent_kafka_group_shares_partitions_and_rebalances_on_leave(broker, strategy):
+    n = 400
+    topic = new_topic(broker, n)
+    group = f"cg-{strategy}-{topic}"
+    c1 = confluent(broker, group, **{"partition.assignment.strategy": strategy})
+    c2 = confluent(broker, group, **{"partition.assignment.strategy": strategy})
+    try:
+        c1.subscribe([topic])
+        c2.subscribe([topic])
+        sets = wait_assigned([c1, c2])
+        assert all(sets), f"a member got nothing: {sets}"
+        # What was read while the group formed is read again from each partition's start by
+        # its final owner (nothing was committed): count from there, in the stable group.
+        rewind([c1, c2])
+        seen = poll_until([c1, c2], n)
+        exactly_once(seen, n)
+        c1.commit(asynchronous=False)
+        c2.commit(asynchronous=False)
+        c1.close()                              # leaves: c2 takes every partition
+        c1 = None
+        assert wait_assigned([c2]) == [set(range(PARTITIONS))]
+        committed = c2.committed([tp for tp in c2.assignment()], timeout=10)
+        assert sum(tp.offset for tp in committed) == n
+    finally:
+        for c in (c1, c2):
+            if c is not None:
+                c.close()
+
+
+def test_restarted_group_resumes_at_committed_offsets(broker):
+    topic = new_topic(broker, 200)
+    group = f"resume-{topic}"
+    c = confluent(broker, group)
+    c.subscribe([topic])
+    seen = poll_until([c], 120)
+    # commit exactly what was consumed so far (the next offset of each partition)
+    from confluent_kafka import TopicPartition
+    nxt = {}
+    for p, o in seen:
+        nxt[p] = max(nxt.get(p, 0), o + 1)
+    c.commit(offsets=[TopicPartition(topic, p, o) for p, o in nxt.items()], asynchronous=False)
+    c.close()
+    c = confluent(broker, group)
+    c.subscribe([topic])
+    rest = poll_until([c], 200 - sum(nxt.values()))
+    c.close()
+    for (p, o) in rest:
+        assert o >= nxt.get(p, 0), f"re-read {p}:{o} below the committed {nxt.get(p)}"
+    exactly_once({**seen, **rest}, 200)
+
+
+def test_killed_member_is_expired_and_its_partitions_reassigned(broker, tmp_path):
+    topic = new_topic(broker, 0)
+    group = f"kill-{topic}"
+    script = tmp_path / "member.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        from confluent_kafka import Consumer
+        c = Consumer({{"bootstrap.servers": "{broker.bootstrap}", "group.id": "{group}",
+                       "session.timeout.ms": 2000, "heartbeat.interval.ms": 300}})
+        c.subscribe(["{topic}"])
+        while True:
+            c.poll(0.1)
+            if c.assignment():
+                print("assigned", flush=True)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
+    lines: list = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    c2 = confluent(broker, group)
+    try:
+        c2.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                lines and 0 < len(c2.assignment()) < PARTITIONS):
+            c2.poll(0.1)
+        # both members share the partitions now; kill one without a goodbye
+        sets_before = {tp.partition for tp in c2.assignment()}
+        assert 0 < len(sets_before) < PARTITIONS
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        killed_at = time.monotonic()
+        assert wait_assigned([c2], timeout=30) == [set(range(PARTITIONS))]
+        # not before its 2 s session ran out (the broker had no other way to know)
+        assert time.monotonic() - killed_at >= 1.5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        c2.close()
+
+
+def test_kafka_python_and_confluent_kafka_share_one_group(broker):
+    import kafka
+    n = 300
+    topic = new_topic(broker, n)
+    group = f"mixed-{topic}"
+    kp = kafka.KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    ck = confluent(broker, group)
+    try:
+        ck.subscribe([topic])
+        seen: dict = {}
+        deadline = time.monotonic() + 60
+        while sum(len(v) for v in seen.values()) < n and time.monotonic() < deadline:
+            for tp, recs in kp.poll(100).items():
+                for r in recs:
+                    seen.setdefault((r.partition, r.offset), []).append("kafka-python")
+            m = ck.poll(0.1)
+            if m is not None and not m.error():
+                seen.setdefault((m.partition(), m.offset()), []).append("confluent")
+        kp_parts = {tp.partition for tp in kp.assignment()}
+        ck_parts = {tp.partition for tp in ck.assignment()}
+        assert kp_parts and ck_parts and not kp_parts & ck_parts
+        assert kp_parts | ck_parts == set(range(PARTITIONS))
+        exactly_once(seen, n)
+        kp.commit()
+    finally:
+        kp.close()
+        ck.close()
+
+
+def test_aiokafka_group_roundrobin(broker):
+    aiokafka = pytest.importorskip("aiokafka")
+    n = 200
+    topic = new_topic(broker, n)
+    group = f"aio-{topic}"
+
+    async def run():
+        c = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                                      auto_offset_reset="earliest", enable_auto_commit=False)
+        await c.start()
+        seen = {}
+        try:
+            deadline = time.monotonic() + 60
+            while len(seen) < n and time.monotonic() < deadline:
+                batch = await c.getmany(timeout_ms=200)
+                for tp, recs in batch.items():
+                    for r in recs:
+                        seen.setdefault((r.partition, r.offset), []).append(0)
+            await c.commit()
+            committed = {p: await c.committed(aiokafka.TopicPartition(topic, p))
+                         for p in range(PARTITIONS)}
+        finally:
+            await c.stop()
+        return seen, committed
+    seen, committed = asyncio.run(run())
+    exactly_once(seen, n)
+    assert sum(committed.values()) == n
+
+
+def test_kcat_balanced_consumer(broker):
+    if KCAT is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("kcat is missing in CI (.ci/run installs it)")
+        pytest.skip("the kcat binary is not installed (apt-get install kcat)")
+    n = 100
+    topic = new_topic(broker, n)
+    group = f"kcat-{topic}"
+    out = subprocess.run([KCAT, "-b", broker.bootstrap, "-G", group, "-X",
+                          "auto.offset.reset=earliest", "-e", "-f", "%p:%o\\n", topic],
+                         capture_output=True, timeout=90)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
+    lines = [x for x in out.stdout.decode().splitlines() if ":" in x]
+    assert len(lines) == n and len(set(lines)) == n
+    # kcat commits what it consumed on exit: the group's offsets cover every record
+    c = confluent(broker, group)
+    from confluent_kafka import TopicPartition
+    committed = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+    c.close()
+    assert sum(tp.offset for tp in committed) == n
