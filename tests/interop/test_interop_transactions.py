@@ -23,7 +23,8 @@ def target(tmp_path_factory):
     """A broker whose coordinator looks for timed-out transactions every second."""
     b = start_target(tmp_path_factory.mktemp("txn-broker") / "data", settings={
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000,
-        "transaction.state.log.num.partitions": 5})
+        "transaction.state.log.num.partitions": 5, "offsets.topic.num.partitions": 5,
+        "group.initial.rebalance.delay.ms": 0})
     try:
         yield b
     finally:
@@ -296,3 +297,61 @@ def test_kafka_python_admin_sees_and_aborts_a_stuck_transaction(target, topic_na
     assert _read(bootstrap, topic_name, "read_committed", partitions=1,
                  expect_at_least=1) == [b"after"]
 
+
+
+def test_consume_transform_produce_commits_offsets_with_the_transaction(target, topic_name):
+    """The exactly-once loop of Kafka applications: offsets committed in the producer's
+    transaction (AddOffsetsToTxn + TxnOffsetCommit). An aborted batch leaves neither output nor
+    offsets; a committed one both; the group's offsets stay pending (require_stable) until the
+    marker, and the output holds every input exactly once."""
+    bootstrap = target.bootstrap
+    src, dst, group = f"{topic_name}-in", f"{topic_name}-out", f"eos-{topic_name}"
+    _create(bootstrap, src)
+    _create(bootstrap, dst)
+    p = Producer({"bootstrap.servers": bootstrap})
+    _write(p, src, [b"%d" % i for i in range(100)])
+    assert p.flush(TIMEOUT) == 0
+
+    def consumer():
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                      "isolation.level": "read_committed"})
+        c.subscribe([src])
+        return c
+
+    def process(c, tp, n, commit):
+        got = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m)
+        assert len(got) == n
+        tp.begin_transaction()
+        for m in got:
+            tp.produce(dst, value=b"out-" + m.value(), partition=m.partition())
+        tp.send_offsets_to_transaction(c.position(c.assignment()),
+                                       c.consumer_group_metadata(), TIMEOUT)
+        if commit:
+            tp.commit_transaction(TIMEOUT)
+        else:
+            tp.abort_transaction(TIMEOUT)
+        return [m.value() for m in got]
+
+    txp = _txn_producer(bootstrap, f"eos-{topic_name}")
+    c = consumer()
+    done = process(c, txp, 40, commit=True)
+    committed = {tp.partition: tp.offset for tp in
+                 c.committed([TopicPartition(src, 0), TopicPartition(src, 1)], timeout=10)}
+    assert sum(max(0, o) for o in committed.values()) == 40     # -1001: nothing committed
+    process(c, txp, 30, commit=False)             # aborted: no output, offsets unchanged
+    c.close()
+    c = consumer()                                # a new instance restarts at the offsets
+    assert {tp.partition: tp.offset for tp in c.committed(
+        [TopicPartition(src, 0), TopicPartition(src, 1)], timeout=10)} == committed
+    done += process(c, txp, 60, commit=True)
+    c.close()
+    assert sorted(done) == sorted(b"%d" % i for i in range(100))
+    out = _read(bootstrap, dst, "read_committed", expect_at_least=100)
+    assert sorted(out) == sorted(b"out-%d" % i for i in range(100))
+    txp.flush(1)
