@@ -160,7 +160,7 @@ class RecordWriter:
     whole batches). `close()` flushes and raises the first send error, so a task only reports
     success once every record is acknowledged."""
 
-    def __init__(self, config: dict, topic_option: str | None):
+    def __init__(self, config: dict, topic_option: str | None, transactional: bool = False):
         from gregor.client.producer import Producer
         cfg = dict(config)
         cfg.setdefault("enable.idempotence", True)  # producer retries never duplicate a record
@@ -175,6 +175,10 @@ class RecordWriter:
         self.rows = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0
+        if transactional:
+            # Fences every earlier attempt of this task (their open transactions are aborted)
+            self._producer.init_transactions()
+            self._producer.begin_transaction()
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Queue one Arrow batch; batches are sent together once COALESCE_BYTES have
@@ -214,6 +218,21 @@ class RecordWriter:
             self._results.append(self._producer.send_batch(
                 t, take(value), keys=None if key is None else take(key), partition=p, headers=hdrs))
         self.rows += n
+
+    def prepare(self, progress: dict, group: str) -> tuple[int, int]:
+        """Exactly-once sink: send everything and the progress offsets inside the transaction,
+        then close the producer leaving the transaction open for the driver to commit.
+        Returns the transaction's (producer id, epoch)."""
+        try:
+            self._send_pending()
+            self._producer.flush()
+            for r in self._results:
+                r.result()
+            self._producer.send_offsets_to_transaction(progress, group)
+            txn = self._producer._txn
+            return txn.producer_id, txn.producer_epoch
+        finally:
+            self._producer.close()
 
     def close(self) -> int:
         """Flush, surface the first failure, close. Returns rows written."""

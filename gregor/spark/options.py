@@ -36,6 +36,12 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 
 
+# Exactly-once sink: each task's transaction waits open for the driver's commit; it must outlive
+# the slowest task of the batch (and stay within the broker's transaction.max.timeout.ms).
+DEFAULT_TXN_PREFIX = "gregor-spark"
+DEFAULT_SINK_TXN_TIMEOUT_MS = 900_000
+
+
 class OptionError(ValueError):
     """An option of the gregor data source is missing, malformed or not allowed here."""
 
@@ -313,6 +319,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
 class SinkOptions:
     client: dict
     topic: str | None  # the 'topic' option; overrides a topic column when set
+    exactly_once: bool = False           # deliveryGuarantee=exactly-once
+    transactional_id_prefix: str = DEFAULT_TXN_PREFIX
+    transaction_timeout_ms: int = DEFAULT_SINK_TXN_TIMEOUT_MS
 
 
 def parse_sink_options(options: Mapping[str, str], column_names: list[str]) -> SinkOptions:
@@ -327,4 +336,23 @@ def parse_sink_options(options: Mapping[str, str], column_names: list[str]) -> S
                           f"it has {', '.join(column_names) or 'no columns'}")
     if topic is None and "topic" not in names:
         raise OptionError("no topic to write to: set the option 'topic' or add a 'topic' column")
-    return SinkOptions(client=client, topic=topic.strip() if topic else None)
+    guarantee = (_get(options, "deliveryGuarantee") or "at-least-once").strip().lower()
+    if guarantee not in ("at-least-once", "exactly-once"):
+        raise OptionError(f"option 'deliveryGuarantee' is {guarantee!r}; use 'at-least-once' "
+                          "(the default, as Spark's Kafka sink) or 'exactly-once'")
+    exactly_once = guarantee == "exactly-once"
+    prefix = (_get(options, "transactionalIdPrefix") or DEFAULT_TXN_PREFIX).strip()
+    if exactly_once:
+        if topic is None:
+            raise OptionError("deliveryGuarantee=exactly-once needs the option 'topic' (the "
+                              "sink records each task's progress in that topic's group offsets)")
+        if not prefix:
+            raise OptionError("option 'transactionalIdPrefix' is empty")
+        for bad in ("transactional.id", "enable.idempotence"):
+            if bad in client:
+                raise OptionError(f"option 'kafka.{bad}' is set by the exactly-once sink itself "
+                                  "(one transactional id per task); drop it")
+    timeout = _positive_int(options, "transactionTimeoutMs") or DEFAULT_SINK_TXN_TIMEOUT_MS
+    return SinkOptions(client=client, topic=topic.strip() if topic else None,
+                       exactly_once=exactly_once, transactional_id_prefix=prefix,
+                       transaction_timeout_ms=timeout)

@@ -22,6 +22,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
 from pyspark.sql.types import StructType
 
 from .arrow import check_sink_schema, read_ddl
+from . import exactly_once
 from .client import RecordWriter
 from .options import OptionError, SinkOptions, parse_sink_options, parse_source_options, wants_headers
 from .reader import GregorBatchReader, GregorStreamReader
@@ -79,14 +80,26 @@ def _write_task(opts: SinkOptions, iterator) -> WrittenRows:
 class GregorBatchWriter(DataSourceArrowWriter):
     def __init__(self, opts: SinkOptions):
         self.opts = opts
+        self.write_id = exactly_once.new_write_id()
 
-    def write(self, iterator) -> WrittenRows:
+    def write(self, iterator):
+        if self.opts.exactly_once:
+            return exactly_once.write_task(self.opts, iterator, self.write_id)
         return _write_task(self.opts, iterator)
 
     def commit(self, messages) -> None:
+        if self.opts.exactly_once:
+            rows = exactly_once.end_all(self.opts.client, messages, commit=True)
+            log.info("gregor sink: committed %d rows in one transaction per task", rows)
+            return
         log.info("gregor sink: wrote %d rows", sum(m.rows for m in messages if m is not None))
 
     def abort(self, messages) -> None:
+        if self.opts.exactly_once:
+            rows = exactly_once.end_all(self.opts.client, messages, commit=False)
+            log.warning("gregor sink: job failed; aborted the transactions of finished tasks "
+                        "(%d rows never become visible to read_committed readers)", rows)
+            return
         written = sum(m.rows for m in messages if m is not None)
         log.warning("gregor sink: job failed after %d rows were already written by finished tasks; "
                     "those records stay in the topic (the sink is at-least-once)", written)
@@ -95,15 +108,27 @@ class GregorBatchWriter(DataSourceArrowWriter):
 class GregorStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, opts: SinkOptions):
         self.opts = opts
+        self.write_id = exactly_once.new_write_id()
 
-    def write(self, iterator) -> WrittenRows:
+    def write(self, iterator):
+        if self.opts.exactly_once:
+            return exactly_once.write_task(self.opts, iterator, self.write_id)
         return _write_task(self.opts, iterator)
 
     def commit(self, messages, batchId: int) -> None:
+        if self.opts.exactly_once:
+            rows = exactly_once.end_all(self.opts.client, messages, commit=True)
+            log.info("gregor sink: micro-batch %d committed %d rows", batchId, rows)
+            return
         log.info("gregor sink: micro-batch %d wrote %d rows", batchId,
                  sum(m.rows for m in messages if m is not None))
 
     def abort(self, messages, batchId: int) -> None:
+        if self.opts.exactly_once:
+            exactly_once.end_all(self.opts.client, messages, commit=False)
+            log.warning("gregor sink: micro-batch %d failed; its transactions are aborted and "
+                        "it is written again when retried", batchId)
+            return
         log.warning("gregor sink: micro-batch %d failed; records of finished tasks stay in the topic and "
                     "are written again when the batch is retried (at-least-once)", batchId)
 
