@@ -46,17 +46,19 @@ READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
 class GregorBroker:
     name = "gregor"
 
-    def __init__(self):
+    def __init__(self, settings: dict | None = None):
         self.dir = tempfile.mkdtemp(prefix="bench-gregor-")
         self.proc = None
         self.bootstrap = None
+        self.settings = dict(settings or {})
 
     def start(self):
         env = dict(os.environ, PYTHONUNBUFFERED="1",
                    PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gregor", "broker", "--listen", "127.0.0.1:0",
-             "--data-dir", str(Path(self.dir) / "data")],
+             "--data-dir", str(Path(self.dir) / "data"),
+             *[a for k, v in self.settings.items() for a in ("--set", f"{k}={v}")]],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO)
         deadline = time.monotonic() + 60
         for line in self.proc.stdout:
