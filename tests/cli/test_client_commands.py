@@ -30,7 +30,7 @@ def topic_name():
 
 def test_every_client_command_is_registered():
     out = run(["--help"]).output
-    for name in ("topics", "produce", "consume", "perf"):
+    for name in ("topics", "groups", "produce", "consume", "perf"):
         assert name in out
     assert "--bootstrap-server" in run(["consume", "--help"]).output
     assert "localhost:9092" in run(["topics", "list", "--help"]).output
