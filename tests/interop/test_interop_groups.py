@@ -20,6 +20,8 @@ import time
 
 import pytest
 
+from confluent_kafka import TopicPartition
+
 from tests.interop.targets import start_target
 
 pytestmark = pytest.mark.interop
@@ -283,3 +285,41 @@ def test_kcat_balanced_consumer(broker):
     committed = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
     c.close()
     assert sum(tp.offset for tp in committed) == n
+
+
+def test_admin_clients_list_and_describe_groups(broker):
+    """confluent-kafka's and kafka-python's admin clients read groups as they read Kafka's."""
+    import kafka
+    from confluent_kafka.admin import AdminClient
+    topic = new_topic(broker, 10)
+    group = f"adm-{topic}"
+    c = confluent(broker, group, **{"client.id": "adm-member"})
+    try:
+        c.subscribe([topic])
+        wait_assigned([c])
+        c.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
+        a = AdminClient({"bootstrap.servers": broker.bootstrap})
+        listed = {g.group_id: g for g in a.list_consumer_groups().result(30).valid}
+        assert str(listed[group].state).endswith("STABLE")
+        d = a.describe_consumer_groups([group])[group].result(30)
+        assert str(d.state).endswith("STABLE") and d.partition_assignor == "range"
+        [m] = d.members
+        assert m.client_id == "adm-member"
+        assert sorted(tp.partition for tp in m.assignment.topic_partitions) == \
+            list(range(PARTITIONS))
+        ka = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            kd = ka.describe_groups([group])[group]
+            assert (kd["group_state"], kd["protocol_data"]) == ("Stable", "range")
+            [km] = kd["members"]
+            assert km["client_id"] == "adm-member" and km["client_host"] == "/127.0.0.1"
+            assert km["member_assignment"]["assigned_partitions"] == \
+                [{"topic": topic, "partitions": list(range(PARTITIONS))}]
+            offsets = ka.list_group_offsets({group: None})[group]
+            assert {tp.partition: o.offset for tp, o in offsets.items()} == {0: 2}
+            assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
+                    "group_type": "classic"} in ka.list_groups()
+        finally:
+            ka.close()
+    finally:
+        c.close()
