@@ -16,6 +16,7 @@ _LAZY = {
     "AsyncProducer": ".sarama",
     "ProducerMessage": ".sarama",
     "ProducerError": ".sarama",
+    "PartitionOffsetMetadata": ".sarama",
     "Writer": ".writer",
     "Message": ".writer",
     "WriteErrors": ".writer",

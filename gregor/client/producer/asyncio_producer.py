@@ -7,6 +7,15 @@
 The engine's sender thread does the I/O; acknowledgements reach the event loop through
 call_soon_threadsafe. A send() that must wait for buffer memory waits in a worker thread so
 the event loop keeps running.
+
+Transactions (with `transactional.id`) take aiokafka's shape over the engine's transaction
+manager: start() initialises the id (fencing older instances), then
+
+    async with p.transaction():                          # begin; commit, or abort on error
+        await p.send("out", b"v")
+        await p.send_offsets_to_transaction({("in", 0): 42}, "group")
+
+or begin_transaction() / await commit_transaction() / await abort_transaction().
 """
 from __future__ import annotations
 
@@ -30,7 +39,36 @@ class AsyncioProducer:
         return self._loop
 
     async def start(self) -> None:
-        """Kept for aiokafka-style code; the producer is ready once constructed."""
+        """aiokafka's start(): a transactional producer registers its transactional.id here
+        (init_transactions); any other producer is ready once constructed."""
+        if self._engine._txn is not None and self._engine._txn.transactional \
+                and self._engine._txn.txn_state == "uninitialized":
+            await self.init_transactions()
+
+    # -- transactions (the engine's calls, waited on in a worker thread) ------------------
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        await self._get_loop().run_in_executor(None, self._engine.init_transactions, timeout)
+
+    def begin_transaction(self) -> None:
+        self._engine.begin_transaction()
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        await self._get_loop().run_in_executor(None, self._engine.commit_transaction, timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        await self._get_loop().run_in_executor(None, self._engine.abort_transaction, timeout)
+
+    async def send_offsets_to_transaction(self, offsets, group_metadata,
+                                          timeout: float | None = None) -> None:
+        """`offsets`: the next offsets to consume ({(topic, partition): offset} or
+        TopicPartitions); `group_metadata`: the group id or the consumer's group metadata."""
+        await self._get_loop().run_in_executor(
+            None, self._engine.send_offsets_to_transaction, offsets, group_metadata, timeout)
+
+    def transaction(self) -> "_Transaction":
+        """`async with p.transaction():` begins a transaction, commits it when the block
+        ends, and aborts it when the block raises (then re-raises)."""
+        return _Transaction(self)
 
     def send_nowait(self, topic, value=None, key=None, headers=None, partition=None,
                     timestamp_ms=None) -> asyncio.Future:
@@ -88,6 +126,24 @@ class AsyncioProducer:
 
     async def __aexit__(self, *exc):
         await self.close()
+
+
+class _Transaction:
+    def __init__(self, producer: AsyncioProducer):
+        self._p = producer
+
+    async def __aenter__(self):
+        self._p.begin_transaction()
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            await self._p.commit_transaction()
+        else:
+            # a fenced (fatal) producer cannot abort: the error it raised says to close it
+            if self._p.engine._txn.txn_state != "fatal_error":
+                await self._p.abort_transaction()
+        return False
 
 
 def _settle(afut: asyncio.Future, md, err) -> None:

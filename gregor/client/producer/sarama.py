@@ -10,6 +10,10 @@
 
 Like sarama, acks default to WaitForLocal (1) and the partitioner to sarama's hash partitioner;
 any Producer config key may be given to override them.
+
+With a `transactional.id` (sarama's Producer.Transaction.ID) both producers are transactional
+as sarama's are: the id is initialised when the producer is made, and begin_txn(),
+add_message_to_txn() / add_offsets_to_txn(), commit_txn() and abort_txn() drive it.
 """
 from __future__ import annotations
 
@@ -50,7 +54,8 @@ def _engine(config, kwargs) -> Producer:
     given = {k.replace("_", "."): v for k, v in {**(config or {}), **kwargs}.items()}
     if "partitioner.class" in given:
         conf.pop("partitioner")
-    if "acks" not in given and given.get("enable.idempotence") in (True, "true"):
+    if "acks" not in given and (given.get("enable.idempotence") in (True, "true")
+                                or given.get("transactional.id") is not None):
         conf["acks"] = -1
     conf.update(config or {})
     return Producer(conf, **kwargs)
@@ -61,11 +66,65 @@ def _send(engine: Producer, msg: ProducerMessage, callback=None):
                        msg.timestamp, callback)
 
 
-class SyncProducer(EngineFacade):
+@dataclass
+class PartitionOffsetMetadata:
+    """sarama's PartitionOffsetMetadata: the next offset to consume, for add_offsets_to_txn."""
+    partition: int
+    offset: int
+    metadata: str | None = None
+
+
+class _Transactional:
+    """sarama's transactional calls, over the engine's transaction manager."""
+    _engine: Producer
+
+    def _init_txn(self) -> None:
+        if self.is_transactional():
+            self._engine.init_transactions()   # sarama initialises in NewSyncProducer
+
+    def is_transactional(self) -> bool:
+        txn = self._engine._txn
+        return txn is not None and txn.transactional
+
+    def txn_status(self) -> str:
+        """The transaction state: uninitialized, ready, in_transaction, committing, aborting,
+        abortable_error or fatal_error (sarama's ProducerTxnStatusFlag, as a name)."""
+        return self._engine._txn.txn_state if self.is_transactional() else "uninitialized"
+
+    def begin_txn(self) -> None:
+        self._engine.begin_transaction()
+
+    def commit_txn(self, timeout: float | None = None) -> None:
+        self._engine.commit_transaction(timeout)
+
+    def abort_txn(self, timeout: float | None = None) -> None:
+        self._engine.abort_transaction(timeout)
+
+    def add_offsets_to_txn(self, offsets: dict, group_id: str,
+                           timeout: float | None = None) -> None:
+        """offsets: {topic: [PartitionOffsetMetadata or (partition, offset[, metadata])]}."""
+        flat = {}
+        for topic, parts in offsets.items():
+            for po in parts:
+                if not isinstance(po, PartitionOffsetMetadata):
+                    po = PartitionOffsetMetadata(*po)
+                flat[(topic, po.partition)] = (po.offset, po.metadata)
+        self._engine.send_offsets_to_transaction(flat, group_id, timeout)
+
+    def add_message_to_txn(self, msg, group_id: str, metadata: str | None = None,
+                           timeout: float | None = None) -> None:
+        """Commit a consumed message with the transaction: its offset + 1 is the group's
+        next position (msg: anything with topic, partition and offset)."""
+        self._engine.send_offsets_to_transaction(
+            {(msg.topic, msg.partition): (msg.offset + 1, metadata)}, group_id, timeout)
+
+
+class SyncProducer(_Transactional, EngineFacade):
     """Blocks until each message is acknowledged (sarama's SyncProducer)."""
 
     def __init__(self, config: dict | None = None, **kwargs):
         self._engine = _engine(config, kwargs)
+        self._init_txn()
 
     def send_message(self, msg: ProducerMessage, timeout: float | None = None
                      ) -> tuple[int, int]:
@@ -115,7 +174,7 @@ class _Input:
     send = put
 
 
-class AsyncProducer(EngineFacade):
+class AsyncProducer(_Transactional, EngineFacade):
     """sarama's AsyncProducer: messages go in through input(); acknowledged messages come out
     of successes() (when return_successes), failures out of errors() (when return_errors).
     Unlike Go channels these queues are unbounded: read them, or turn them off."""
@@ -128,6 +187,7 @@ class AsyncProducer(EngineFacade):
         self._successes: queue.Queue = queue.Queue()
         self._errors: queue.Queue = queue.Queue()
         self._input = _Input(self)
+        self._init_txn()
 
     def input(self) -> _Input:
         return self._input

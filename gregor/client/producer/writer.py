@@ -11,6 +11,9 @@ write). A synchronous write_messages() sends its batch at once instead of waitin
 batch_timeout; batch_timeout applies to async writes (it is the engine's linger), which are
 also sent as soon as batch_size messages have been written (counted over the Writer, where
 kafka-go counts per partition).
+
+kafka-go's Writer has no transactions, and neither has this one: a `transactional.id` is
+refused. Use Producer (or the sarama facades) for transactional writes.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..errors import ConfigError
 from .facade import EngineFacade, ErrorList
 from .producer import Producer
 
@@ -85,6 +89,10 @@ class Writer(EngineFacade):
         conf.setdefault("acks", required_acks)
         if compression:
             conf.setdefault("compression.type", compression)
+        if any(k.replace("_", ".") == "transactional.id" and v is not None
+               for k, v in {**conf, **kwargs}.items()):
+            raise ConfigError("kafka-go's Writer has no transactions: use gregor.Producer or "
+                              "the sarama-style SyncProducer for a transactional.id")
         self.topic = topic
         # kafka-go sends a batch once it holds batch_size messages; here every batch_size
         # messages of async writes (counted over the Writer, not per partition) make the
