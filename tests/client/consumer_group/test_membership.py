@@ -283,10 +283,11 @@ def test_op_times_out():
 def test_pattern_resolved_before_join_and_new_topic_rejoins():
     m = Membership(settings(metadata_max_age_ms=1000))
     m.subscribe(pattern="^ev.*")
-    find(m)
     reqs = m.poll(0)
-    assert not [r for r in reqs if r.api == "JoinGroup"]
     md = one(reqs, "Metadata")
+    m.on_response(one(reqs, "FindCoordinator"), {"error_code": 0, "node_id": 7, "host": "h",
+                                                  "port": 1}, None, 0)
+    assert not [r for r in m.poll(0) if r.api == "JoinGroup"]
     assert md.body["topics"] is None
     m.on_response(md, meta({"events": 2, "other": 1}), None, 0)
     join = one(m.poll(0), "JoinGroup")
