@@ -19,6 +19,7 @@ from ..errors import ClientError, ConfigError
 from ..metadata import Metadata
 from .columns import ConsumerRecord, PartitionRecords, decode_partition
 from .config import CONSUMER_OPTIONS
+from .group.consumer_methods import GroupMethods, TopicPartition
 from .offsets import (EARLIEST, LATEST, MAX_VERSION as _MAX_LIST_OFFSETS_VERSION, RETRY_CODES,
                       OffsetAndTimestamp, build_request, list_offsets, parse_response, tp_list)
 
@@ -57,8 +58,9 @@ class _PartitionState:
         self.last_stable_offset = -1
 
 
-class Consumer:
-    """Kafka consumer, assign mode. See the module docstring and docs/CONTRACTS.md."""
+class Consumer(GroupMethods):
+    """Kafka consumer: assign mode, or group mode with subscribe() (group/consumer_methods.py).
+    See the module docstring and docs/CONTRACTS.md."""
 
     def __init__(self, config: dict | None = None, *, network=None, **kwargs):
         cfg = parse_config(CONSUMER_OPTIONS, config, kwargs, what="consumer")
@@ -100,6 +102,22 @@ class Consumer:
         objects with .topic/.partition/.offset. Offset -2 = earliest, -1 = latest, None (or
         librdkafka's -1000/-1001) = auto.offset.reset, >= 0 = that offset."""
         self._check_open()
+        if self._subscribed:
+            if not self._in_callback:
+                raise ClientError("this consumer is subscribed: the group assigns its "
+                                  "partitions; unsubscribe() before assign()")
+            # inside on_assign (librdkafka's habit): explicit offsets become seeks
+            for item in partitions:
+                off = item[2] if isinstance(item, tuple) and len(item) > 2 else \
+                    getattr(item, "offset", None)
+                tp = (item[0], item[1]) if isinstance(item, tuple) else (item.topic,
+                                                                         item.partition)
+                if off not in _USE_RESET and tuple(tp) in self._assigned:
+                    self.seek(tp[0], tp[1], off)
+            return
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions: Iterable) -> None:
         new: dict[tuple[str, int], _PartitionState] = {}
         for item in partitions:
             if isinstance(item, tuple):
@@ -122,10 +140,6 @@ class Consumer:
 
     def assignment(self) -> list[tuple[str, int]]:
         return list(self._assigned)
-
-    def subscribe(self, topics, *args, **kwargs):
-        raise NotImplementedError("subscribe() needs consumer groups, which gregor does not "
-                                  "support yet; use assign([(topic, partition, offset)])")
 
     def _set_start(self, st: _PartitionState, offset) -> None:
         st.position = None
@@ -281,6 +295,9 @@ class Consumer:
     def _poll_columns(self, timeout: float, limit) -> list[PartitionRecords]:
         self._check_open()
         deadline = time.monotonic() + max(0.0, timeout)
+        group = self._group if self._subscribed else None
+        if group is not None:
+            self._group_poll()
         while True:
             self._raise_pending()
             got = self._drain(limit)
@@ -303,6 +320,8 @@ class Consumer:
             # Even poll(0) does one round of I/O, so repeated zero-timeout polls progress.
             self._net.poll(wait)
             self._collect()
+            if group is not None and group.has_events:
+                self._apply_group_events()
             if time.monotonic() >= deadline:
                 self._raise_pending()
                 got = self._drain(limit)
@@ -551,7 +570,10 @@ class Consumer:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
+        try:
+            self._close_group()
+        finally:
+            self._closed = True
         self._inflight.clear()
         self._resets_inflight.clear()
         self._buffer.clear()
@@ -578,5 +600,5 @@ def _flatten(items) -> list:
     return list(items)
 
 
-__all__ = ["Consumer", "ConsumerRecord", "PartitionRecords", "OffsetAndTimestamp",
+__all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "PartitionRecords", "OffsetAndTimestamp",
            "CONSUMER_OPTIONS"]
