@@ -1,0 +1,78 @@
+"""A group mixing gregor's consumer and confluent-kafka's (librdkafka) on a gregor broker: the
+two read each other's subscription and assignment bytes, whichever of them leads; assignments are
+disjoint and complete, and every record is consumed once while the group is stable."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gregor.client.admin import AdminClient
+from tests.client.consumer_group.test_group_consumer_broker import (PARTITIONS, SESSION_MS,
+                                                                     broker, consumer,  # noqa
+                                                                     new_topic)
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+pytestmark = pytest.mark.interop
+
+
+def confluent(broker, group, **extra):
+    return confluent_kafka.Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": group,
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "partition.assignment.strategy": "range", "session.timeout.ms": SESSION_MS,
+        "heartbeat.interval.ms": 300, **extra})
+
+
+@pytest.mark.parametrize("first", ["gregor", "confluent"])
+def test_mixed_group_splits_and_consumes_once(broker, first):
+    n = 400
+    topic = new_topic(broker, n)
+    group = f"mixed-{first}-{topic}"
+    g = consumer(broker, group)
+    c = confluent(broker, group)
+    seen: dict = {}
+
+    def poll_both():
+        for r in g.poll(0.05):
+            seen.setdefault((r.partition, r.offset), []).append("gregor")
+        m = c.poll(0.05)
+        if m is not None and not m.error():
+            seen.setdefault((m.partition(), m.offset()), []).append("confluent")
+
+    if first == "gregor":
+        g.subscribe([topic])
+        while not g.assignment():
+            g.poll(0.05)
+        c.subscribe([topic])
+    else:
+        c.subscribe([topic])
+        while not c.assignment():
+            c.poll(0.05)
+        g.subscribe([topic])
+    deadline = time.monotonic() + 60
+    # Count only once both hold their share: before that, the first member may read records
+    # it gives back in the rebalance (at-least-once, as Kafka's).
+    while time.monotonic() < deadline:
+        poll_both()
+        pg = set(g.assignment())
+        pc = {(tp.topic, tp.partition) for tp in c.assignment()}
+        if pg and pc and len(pg) + len(pc) == PARTITIONS:
+            break
+    assert not pg & pc and pg | pc == {(topic, p) for p in range(PARTITIONS)}
+    assert len(pg) == len(pc) == PARTITIONS // 2
+    desc = AdminClient({"bootstrap.servers": broker.bootstrap}).describe_groups([group])[group]
+    assert desc.protocol == "range" and desc.state == "Stable"
+    # From here on: everything, exactly once (restart from the beginning of each partition).
+    seen.clear()
+    for t, p in pg:
+        g.seek(t, p, 0)
+    c.assign([confluent_kafka.TopicPartition(topic, p, 0) for _, p in sorted(pc)])
+    while sum(len(v) for v in seen.values()) < n and time.monotonic() < deadline:
+        poll_both()
+    assert len(seen) == n and all(len(v) == 1 for v in seen.values())
+    owners = {p: seen[(p, o)][0] for (p, o) in seen}
+    assert {p for p, who in owners.items() if who == "gregor"} == {p for _, p in pg}
+    g.close()
+    c.close()
