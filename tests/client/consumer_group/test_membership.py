@@ -114,8 +114,12 @@ def test_rebalance_in_progress_revokes_then_rejoins_with_same_member():
     m.on_response(commit, {"topics": [{"name": "t", "partitions": [
         {"partition_index": 0, "error_code": 0}]}]}, None, 1000)
     assert got == [({("t", 0): 5}, None)]
+    # the application is slow to poll: heartbeats keep its session alive meanwhile
+    hb = one(m.poll(2100), "Heartbeat")
+    m.on_response(hb, {"error_code": E.REBALANCE_IN_PROGRESS}, None, 2100)
+    assert m.state == REVOKING and m.generation == 1
     m.revoke_done()
-    join = one(m.poll(1000), "JoinGroup")
+    join = one(m.poll(2100), "JoinGroup")
     assert join.body["member_id"] == "m2"
 
 

@@ -196,7 +196,7 @@ class Membership:
     def next_wakeup(self, now: float) -> float:
         """Milliseconds until poll() may have something new to send (without answers)."""
         times = [now + 1000]
-        if self.state == STABLE:
+        if self.state in (STABLE, REVOKING):
             times.append(self._next_hb)
         if self.coordinator is None:
             times.append(self._find_after)
@@ -222,7 +222,8 @@ class Membership:
             self.state = JOINING
             self._inflight.add("join")
             return [self._join_request()]
-        if self.state == STABLE:
+        if self.state == STABLE or (self.state == REVOKING and self.generation >= 0):
+            # (while the application revokes, heartbeats keep the session alive, as Java's)
             if now - self._last_hb_ok > self.s.session_timeout_ms:
                 # No heartbeat got through for a whole session: Java marks the coordinator
                 # dead and finds it again (the group may have dropped us; the heartbeat says).
@@ -461,9 +462,17 @@ class Membership:
         self.events.append(Event("assign", list(tps)))
 
     def _on_heartbeat(self, req, body, now):
+        code = body["error_code"]
+        if self.state == REVOKING and req.ctx == self._epoch:
+            if code in (0, E.REBALANCE_IN_PROGRESS):
+                self._last_hb_ok = now
+            elif code in (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID):
+                self.generation = -1            # the revoke callback's commits will fail
+                if code == E.UNKNOWN_MEMBER_ID:
+                    self.member_id = ""
+            return
         if req.ctx != self._epoch or self.state != STABLE:
             return
-        code = body["error_code"]
         if not code:
             self._last_hb_ok = now
             return
