@@ -194,8 +194,8 @@ def command(topic, from_beginning, partitions, offset, max_messages, timeout_ms,
 def _commit(consumer, printed: dict, *, asynchronous: bool) -> None:
     """Commit what was printed; a rebalance may have moved a partition away meanwhile (then its
     new owner commits it)."""
-    mine = {tp: o for tp, o in printed.items() if tp in set(consumer.assignment())}
-    printed.clear()
+    held = set(consumer.assignment())
+    mine = {tp: o for tp, o in printed.items() if tp in held}
     if not mine:
         return
     try:

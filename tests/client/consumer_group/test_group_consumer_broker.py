@@ -240,3 +240,16 @@ def test_asyncio_consumer_in_group_mode(broker):
 
     got, committed = asyncio.run(main())
     assert got == 30 and sum(committed.values()) == 30
+
+
+def test_close_finishes_async_commits(broker):
+    topic = new_topic(broker, 8)
+    c = consumer(broker, f"g-{topic}")
+    c.subscribe([topic])
+    poll_until([c], 8)
+    c.commit(asynchronous=True)
+    c.close()                                       # before the answer: close waits for it
+    c = consumer(broker, f"g-{topic}")
+    assert c.committed([(topic, p) for p in range(PARTITIONS)]) == {
+        (topic, p): 2 for p in range(PARTITIONS)}
+    c.close()

@@ -49,6 +49,7 @@ class GroupClient:
         self._pending: list[tuple[Request, float]] = []     # waiting for a ready connection
         self._inflight: dict[object, Request] = {}
         self._stopping = False
+        self._outstanding = 0                   # ops submitted and not answered yet
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"gregor-group-{settings.group_id}")
         self._thread.start()
@@ -87,11 +88,13 @@ class GroupClient:
         fut: concurrent.futures.Future = concurrent.futures.Future()
 
         def done(result, error):
+            self._outstanding -= 1              # (called under the lock)
             if error is not None:
                 fut.set_exception(error)
             else:
                 fut.set_result(result)
         with self._lock:
+            self._outstanding += 1
             self.m.add_op(Op(kind, payload, done, _ms() + timeout_s * 1000.0))
         self._net.wakeup()
         return fut
@@ -110,7 +113,12 @@ class GroupClient:
         return self.m.generation, self.m.member_id
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Leave the group (dynamic members), wait briefly for that to go out, stop."""
+        """Finish the commits under way, leave the group (dynamic members), wait briefly for
+        that to go out, stop."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._outstanding and time.monotonic() < deadline:
+                self._cond.wait(0.05)
         with self._lock:
             self.m.close()
             self._stopping = True
