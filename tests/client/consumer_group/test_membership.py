@@ -329,3 +329,38 @@ def test_sync_state_machine_between_join_and_sync():
     find(m)
     join_ok(m, one(m.poll(0), "JoinGroup"), member="m2", leader="m1")
     assert m.state == SYNCING
+
+
+def test_cooperative_rejoins_keeping_partitions_and_revokes_only_what_moves():
+    m = Membership(settings(strategies=["cooperative-sticky"]))
+    to_stable_follower(m, assignment=[("t", 0), ("t", 1), ("t", 2), ("t", 3)])
+    hb = one(m.poll(1000), "Heartbeat")
+    m.on_response(hb, {"error_code": E.REBALANCE_IN_PROGRESS}, None, 1000)
+    join = one(m.poll(1000), "JoinGroup")          # no revoke first
+    assert not m.events and m.assigned == [("t", 0), ("t", 1), ("t", 2), ("t", 3)]
+    sub = decode_subscription(join.body["protocols"][0]["metadata"])
+    assert sub.owned_partitions == m.assigned and sub.generation_id == 1
+    join_ok(m, join, member="m2", leader="m1", generation=2)
+    sync = one(m.poll(1000), "SyncGroup")
+    m.on_response(sync, {"error_code": 0, "assignment": encode_assignment(
+        Assignment([("t", 0), ("t", 1)]))}, None, 1000)
+    assert [(e.kind, e.partitions) for e in m.events] == [("revoke", [("t", 2), ("t", 3)])]
+    assert m.state == REVOKING
+    m.events.clear()
+    m.revoke_done()
+    join = one(m.poll(1000), "JoinGroup")          # the second rebalance
+    assert decode_subscription(join.body["protocols"][0]["metadata"]).owned_partitions == \
+        [("t", 0), ("t", 1)]
+    join_ok(m, join, member="m2", leader="m1", generation=3)
+    m.on_response(one(m.poll(1000), "SyncGroup"), {"error_code": 0, "assignment":
+                  encode_assignment(Assignment([("t", 0), ("t", 1)]))}, None, 1000)
+    assert m.state == STABLE and not m.events
+
+
+def test_cooperative_lost_partitions_are_all_given_up():
+    m = Membership(settings(strategies=["cooperative-sticky"]))
+    to_stable_follower(m)
+    hb = one(m.poll(1000), "Heartbeat")
+    m.on_response(hb, {"error_code": E.UNKNOWN_MEMBER_ID}, None, 1000)
+    m.poll(1000)
+    assert m.events[-1].kind == "lost" and m.events[-1].partitions == [("t", 0), ("t", 1)]

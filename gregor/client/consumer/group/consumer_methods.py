@@ -140,28 +140,33 @@ class GroupMethods:
             if ev.kind == "error":
                 raise ev.error
             if ev.kind in ("revoke", "lost"):
-                self._give_back(ev.kind)
+                self._give_back(ev.kind, ev.partitions)
                 self._group.revoke_done()
             elif ev.kind == "assign":
                 self._take(ev.partitions)
 
-    def _give_back(self, kind: str) -> None:
-        tps = [TopicPartition(t, p) for t, p in self._assigned]
+    def _give_back(self, kind: str, partitions=None) -> None:
+        """Revoke (or lose) partitions: all of them (eager) or those that move (cooperative)."""
+        tps = [TopicPartition(t, p) for t, p in (self._assigned if partitions is None
+                                                  else partitions) if (t, p) in self._assigned]
         if kind == "revoke" and self.config["enable.auto.commit"]:
             try:
-                self._commit_sync(self._consumed())
+                self._commit_sync({tp: o for tp, o in self._consumed().items() if tp in tps})
             except Exception as e:  # noqa: BLE001 - the rebalance goes on either way
                 log.warning("commit before giving partitions back failed: %s", e)
         _, on_revoke, on_lost = self._callbacks
         cb = (on_lost or on_revoke) if kind == "lost" else on_revoke
         if cb is not None and tps:
             self._run_callback(cb, tps)
-        self._set_assignment([])
+        gone = set(tps)
+        self._assigned = {tp: st for tp, st in self._assigned.items() if tp not in gone}
+        self._drop_buffered(lambda tp: tp in gone)
 
     def _take(self, partitions) -> None:
-        self._set_assignment([(t, p, None) for t, p in partitions])
-        for st in self._assigned.values():
-            st.reset = None                     # no start yet: the committed offset decides
+        from ..consumer import _PartitionState
+        for t, p in partitions:                 # no start yet: the committed offset decides
+            self._assigned[(t, p)] = _PartitionState(t, p)
+            self._md.add_topic(t)
         on_assign = self._callbacks[0]
         if on_assign is not None:
             self._run_callback(on_assign, [TopicPartition(t, p) for t, p in partitions])

@@ -26,7 +26,8 @@ from ....protocol.consumer_protocol import (PROTOCOL_TYPE, Assignment, Subscript
                                             encode_assignment, encode_subscription)
 from ....protocol.errors import ErrorCode as E, KafkaError, error_for_code
 from ....protocol.primitives import DecodeError
-from .assignors import ASSIGNORS, MemberSubscription
+from .assignors import ASSIGNORS, COOPERATIVE, MemberSubscription
+from .sticky import cooperative_sticky_assign
 
 COORDINATOR = "coordinator"     # Request.dest: the group's coordinator
 ANY = "any"                     # Request.dest: any broker (least loaded)
@@ -124,6 +125,10 @@ class Membership:
         self._join_members: list[dict] = []     # the leader's view of the join
         self._partitions: dict[str, int] = {}   # partition counts behind the last assignment
         self._pattern_resolved = False
+        self._revoking: set = set()
+        # KIP-429: members keep their partitions through a rebalance, give back only those that
+        # move, then rejoin (the second rebalance hands them over).
+        self.cooperative = bool(set(settings.strategies) & COOPERATIVE)
         self._outbox: list[Request] = []
 
     # -- the application's side ---------------------------------------------------------------
@@ -164,7 +169,8 @@ class Membership:
     def revoke_done(self) -> None:
         """The application handled the revoke (or lost) event: rejoin."""
         if self.state == REVOKING:
-            self.assigned = []
+            self.assigned = [tp for tp in self.assigned if tp not in self._revoking]
+            self._revoking = set()
             self.state = UNJOINED
 
     def add_op(self, op: Op) -> None:
@@ -209,10 +215,11 @@ class Membership:
 
     def _membership_requests(self, now: float) -> list[Request]:
         if self.state == UNJOINED:
-            if self.assigned:
+            if self.assigned and (not self.cooperative or self.generation < 0):
                 # Eager protocol: give everything back before rejoining. A reset generation
                 # means another member may already own them: lost, not revoked.
                 self.state = REVOKING
+                self._revoking = set(self.assigned)
                 self.events.append(Event("lost" if self.generation < 0 else "revoke",
                                          list(self.assigned)))
                 return []
@@ -239,7 +246,12 @@ class Membership:
         return []
 
     def _join_request(self) -> Request:
-        sub = encode_subscription(Subscription(list(self.topics)))
+        # Owned partitions and generation only where the assignor needs them: a static member
+        # restarting with other metadata than it left with would cause a rebalance.
+        sub = encode_subscription(Subscription(list(self.topics)) if not self.cooperative else
+                                  Subscription(list(self.topics),
+                                               owned_partitions=list(self.assigned),
+                                               generation_id=self.generation))
         # The coordinator may hold a JoinGroup for the whole rebalance timeout (Java waits
         # rebalance timeout + 5 s).
         timeout = max(self.s.request_timeout_ms, self.s.rebalance_timeout_ms + 5000)
@@ -383,7 +395,8 @@ class Membership:
     def _member(m: dict) -> dict:
         sub = decode_subscription(bytes(m["metadata"]))
         return {"member_id": m["member_id"], "instance_id": m.get("group_instance_id"),
-                "topics": sub.topics}
+                "topics": sub.topics, "owned": sub.owned_partitions,
+                "generation": sub.generation_id}
 
     def _join_error(self, code: int, now: float) -> None:
         if code in _FIND_AGAIN:
@@ -419,11 +432,15 @@ class Membership:
                 self._request_rejoin()
 
     def _assign(self, counts: dict[str, int], now: float) -> None:
-        members = [MemberSubscription(m["member_id"], m["topics"], m["instance_id"])
-                   for m in self._join_members]
+        members = [MemberSubscription(m["member_id"], m["topics"], m["instance_id"],
+                                      list(m["owned"])) for m in self._join_members]
         wanted = {t for m in members for t in m.topics}
         self._partitions = {t: n for t, n in counts.items() if t in wanted}
-        plan = ASSIGNORS[self.protocol](members, self._partitions)
+        if self.protocol in COOPERATIVE:
+            plan = cooperative_sticky_assign(members, self._partitions, {
+                m["member_id"]: m["generation"] for m in self._join_members})
+        else:
+            plan = ASSIGNORS[self.protocol](members, self._partitions)
         self._send_sync([{"member_id": m, "assignment": encode_assignment(Assignment(tps))}
                          for m, tps in plan.items()], now)
 
@@ -455,11 +472,20 @@ class Membership:
                                       f"the leader's assignment cannot be read: {e}"))
             return
         self.state = STABLE
-        self.assigned = tps
         self._last_hb_ok = now
         self._next_hb = now + self.s.heartbeat_interval_ms
         self._next_metadata = now + self.s.metadata_max_age_ms
-        self.events.append(Event("assign", list(tps)))
+        owned = set(self.assigned)
+        added = sorted(set(tps) - owned)
+        revoked = owned - set(tps)
+        self.assigned = sorted(owned | set(added))
+        if revoked:
+            # cooperative: give these back, then rejoin so their new owner gets them
+            self.state = REVOKING
+            self._revoking = revoked
+            self.events.append(Event("revoke", sorted(revoked)))
+        if added or not owned:
+            self.events.append(Event("assign", added))
 
     def _on_heartbeat(self, req, body, now):
         code = body["error_code"]
