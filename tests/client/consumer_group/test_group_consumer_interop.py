@@ -1,6 +1,7 @@
-"""A group mixing gregor's consumer and confluent-kafka's (librdkafka) on a gregor broker: the
-two read each other's subscription and assignment bytes, whichever of them leads; assignments are
-disjoint and complete, and every record is consumed once while the group is stable."""
+"""A group mixing gregor's consumer and confluent-kafka's (librdkafka) on a gregor broker, with
+range and with cooperative-sticky: the two read each other's subscription and assignment bytes,
+whichever of them leads; assignments are disjoint and complete, and every record is consumed
+once while the group is stable."""
 from __future__ import annotations
 
 import time
@@ -17,21 +18,22 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.interop
 
 
-def confluent(broker, group, **extra):
+def confluent(broker, group, strategy="range", **extra):
     return confluent_kafka.Consumer({
         "bootstrap.servers": broker.bootstrap, "group.id": group,
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "partition.assignment.strategy": "range", "session.timeout.ms": SESSION_MS,
+        "partition.assignment.strategy": strategy, "session.timeout.ms": SESSION_MS,
         "heartbeat.interval.ms": 300, **extra})
 
 
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 @pytest.mark.parametrize("first", ["gregor", "confluent"])
-def test_mixed_group_splits_and_consumes_once(broker, first):
+def test_mixed_group_splits_and_consumes_once(broker, first, strategy):
     n = 400
     topic = new_topic(broker, n)
-    group = f"mixed-{first}-{topic}"
-    g = consumer(broker, group)
-    c = confluent(broker, group)
+    group = f"mixed-{first}-{strategy}-{topic}"
+    g = consumer(broker, group, **{"partition.assignment.strategy": strategy})
+    c = confluent(broker, group, strategy)
     seen: dict = {}
 
     def poll_both():
@@ -63,12 +65,16 @@ def test_mixed_group_splits_and_consumes_once(broker, first):
     assert not pg & pc and pg | pc == {(topic, p) for p in range(PARTITIONS)}
     assert len(pg) == len(pc) == PARTITIONS // 2
     desc = AdminClient({"bootstrap.servers": broker.bootstrap}).describe_groups([group])[group]
-    assert desc.protocol == "range" and desc.state == "Stable"
+    assert desc.protocol == strategy and desc.state == "Stable"
     # From here on: everything, exactly once (restart from the beginning of each partition).
     seen.clear()
     for t, p in pg:
         g.seek(t, p, 0)
-    c.assign([confluent_kafka.TopicPartition(topic, p, 0) for _, p in sorted(pc)])
+    if strategy == "range":
+        c.assign([confluent_kafka.TopicPartition(topic, p, 0) for _, p in sorted(pc)])
+    else:
+        for _, p in sorted(pc):
+            c.seek(confluent_kafka.TopicPartition(topic, p, 0))
     while sum(len(v) for v in seen.values()) < n and time.monotonic() < deadline:
         poll_both()
     assert len(seen) == n and all(len(v) == 1 for v in seen.values())
