@@ -103,17 +103,7 @@ class Consumer(GroupMethods):
         librdkafka's -1000/-1001) = auto.offset.reset, >= 0 = that offset."""
         self._check_open()
         if self._subscribed:
-            if not self._in_callback:
-                raise ClientError("this consumer is subscribed: the group assigns its "
-                                  "partitions; unsubscribe() before assign()")
-            # inside on_assign (librdkafka's habit): explicit offsets become seeks
-            for item in partitions:
-                off = item[2] if isinstance(item, tuple) and len(item) > 2 else \
-                    getattr(item, "offset", None)
-                tp = (item[0], item[1]) if isinstance(item, tuple) else (item.topic,
-                                                                         item.partition)
-                if off not in _USE_RESET and tuple(tp) in self._assigned:
-                    self.seek(tp[0], tp[1], off)
+            self._assign_while_subscribed(partitions)
             return
         self._set_assignment(partitions)
 

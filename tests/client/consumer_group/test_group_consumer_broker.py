@@ -278,3 +278,17 @@ def test_cooperative_sticky_revokes_only_what_moves(broker):
     assert len(revoked[0]) + len(revoked[1]) == 3 + 2 and not revoked[2]
     for c in cs:
         c.close()
+
+
+def test_seek_inside_on_assign_picks_the_start(broker):
+    topic = new_topic(broker, 40)
+    c = consumer(broker, f"g-{topic}")
+
+    def on_assign(cons, tps):
+        cons.assign([(tp.topic, tp.partition, 8) for tp in tps])   # librdkafka's habit
+    c.subscribe([topic], on_assign=on_assign)
+    seen = poll_until([c], 8)
+    assert sorted(seen) == sorted((p, o) for p in range(PARTITIONS) for o in (8, 9))
+    with pytest.raises(Exception, match="subscribed"):
+        c.assign([(topic, 0)])
+    c.close()

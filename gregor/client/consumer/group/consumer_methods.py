@@ -182,6 +182,19 @@ class GroupMethods:
             self._set_start(st, committed.get(tp))
         log.info("group %s: assigned %s", self.config["group.id"], sorted(self._assigned))
 
+    def _assign_while_subscribed(self, partitions) -> None:
+        if not self._in_callback:
+            raise ClientError("this consumer is subscribed: the group assigns its partitions; "
+                              "unsubscribe() before assign()")
+        # inside on_assign (librdkafka's habit): explicit offsets become seeks
+        for item in partitions:
+            if isinstance(item, tuple):
+                tp, off = (item[0], int(item[1])), (item[2] if len(item) > 2 else None)
+            else:
+                tp, off = (item.topic, int(item.partition)), getattr(item, "offset", None)
+            if off is not None and off >= -2 and tp in self._assigned:
+                self.seek(tp[0], tp[1], off)
+
     def _run_callback(self, fn, tps) -> None:
         self._in_callback = True
         try:

@@ -126,7 +126,7 @@ class GroupClient:
         self._thread.join(timeout_s)
         self._net.close()
 
-    # -- the group thread ---------------------------------------------------------------------------
+    # -- the group thread ------------------------------------------------------------------------
     def _run(self) -> None:
         try:
             self._loop()
@@ -196,9 +196,9 @@ class GroupClient:
             limit = self.m.s.request_timeout_ms
             if node is None or not self._net.ready(node):
                 if now - since > limit:
+                    where = "the coordinator" if req.dest == COORDINATOR else "any broker"
                     self._fail_request(req, KafkaConnectionError(
-                        f"no connection to {'the coordinator' if req.dest == COORDINATOR else 'any broker'} "
-                        f"within request.timeout.ms={limit}"))
+                        f"no connection to {where} within request.timeout.ms={limit}"))
                 else:
                     keep.append((req, since))
                 continue

@@ -28,6 +28,7 @@ from ....protocol.errors import ErrorCode as E, KafkaError, error_for_code
 from ....protocol.primitives import DecodeError
 from .assignors import ASSIGNORS, COOPERATIVE, MemberSubscription
 from .sticky import cooperative_sticky_assign
+from . import offset_ops
 
 COORDINATOR = "coordinator"     # Request.dest: the group's coordinator
 ANY = "any"                     # Request.dest: any broker (least loaded)
@@ -307,31 +308,7 @@ class Membership:
                                          f"{self.s.group_id!r} got no answer in time"))
 
     def _op_request(self, op: Op) -> Request | None:
-        if op.kind == "fetch":
-            by: dict[str, list[int]] = {}
-            for t, p in op.payload:
-                by.setdefault(t, []).append(p)
-            body = {"group_id": self.s.group_id, "require_stable": True,
-                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in by.items()]}
-            return Request("OffsetFetch", body, COORDINATOR, self.s.request_timeout_ms,
-                           "op", op)
-        # commit: payload {(topic, partition): offset}
-        if self.subscribed and self.generation < 0:
-            op.done(None, CommitFailedError(
-                f"cannot commit for group {self.s.group_id!r}: this member is not in the "
-                "group right now (rebalancing or kicked out); poll() to rejoin"))
-            return None
-        topics: dict[str, list] = {}
-        for (t, p), off in op.payload.items():
-            topics.setdefault(t, []).append({
-                "partition_index": p, "committed_offset": off, "committed_leader_epoch": -1,
-                "commit_timestamp": -1, "committed_metadata": ""})
-        gen, member = (self.generation, self.member_id) if self.subscribed else (-1, "")
-        body = {"group_id": self.s.group_id, "generation_id_or_member_epoch": gen,
-                "member_id": member, "group_instance_id": self.s.instance_id
-                if self.subscribed else None, "retention_time_ms": -1,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-        return Request("OffsetCommit", body, COORDINATOR, self.s.request_timeout_ms, "op", op)
+        return offset_ops.op_request(self, op)
 
     # -- answers ----------------------------------------------------------------------------------
     def on_response(self, req: Request, body: dict | None, error: Exception | None,
@@ -515,55 +492,7 @@ class Membership:
             self._next_hb = now + self.s.retry_backoff_ms
 
     def _on_op(self, req, body, now):
-        op: Op = req.ctx
-        if op.kind == "fetch":
-            self._on_fetch(op, body, now)
-            return
-        codes = {(t["name"], p["partition_index"]): p["error_code"]
-                 for t in body["topics"] for p in t["partitions"]}
-        bad = next((c for c in codes.values() if c), 0)
-        if not bad:
-            op.done(dict(op.payload), None)
-        elif bad in _FIND_AGAIN or bad in _RETRY:
-            if bad in _FIND_AGAIN:
-                self._coordinator_dead()
-            op.not_before_ms = now + self.s.retry_backoff_ms
-            self.ops.append(op)
-        elif bad in (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID, E.REBALANCE_IN_PROGRESS):
-            if bad == E.REBALANCE_IN_PROGRESS:
-                self._request_rejoin()
-            elif self.state == STABLE or self.generation >= 0:
-                self._reset(member=bad == E.UNKNOWN_MEMBER_ID)
-            op.done(None, CommitFailedError(
-                f"commit for group {self.s.group_id!r} refused "
-                f"({error_for_code(bad).name}): {CommitFailedError.message}"))
-        else:
-            if bad == E.FENCED_INSTANCE_ID:
-                self._fail(error_for_code(bad))
-            tp = next(tp for tp, c in codes.items() if c == bad)
-            op.done(None, error_for_code(bad, f"committing {tp[0]}-{tp[1]} for group "
-                                         f"{self.s.group_id!r}: {error_for_code(bad).message}"))
-
-    def _on_fetch(self, op: Op, body: dict, now: float) -> None:
-        top = body.get("error_code", 0)
-        codes = [p["error_code"] for t in body["topics"] for p in t["partitions"]]
-        bad = top or next((c for c in codes if c), 0)
-        if bad in _FIND_AGAIN or bad in _RETRY:
-            if bad in _FIND_AGAIN:
-                self._coordinator_dead()
-            op.not_before_ms = now + self.s.retry_backoff_ms
-            self.ops.append(op)
-            return
-        if bad:
-            op.done(None, error_for_code(bad, f"reading the committed offsets of group "
-                                         f"{self.s.group_id!r}: {error_for_code(bad).message}"))
-            return
-        out = {tp: None for tp in op.payload}
-        for t in body["topics"]:
-            for p in t["partitions"]:
-                off = p["committed_offset"]
-                out[(t["name"], p["partition_index"])] = off if off >= 0 else None
-        op.done(out, None)
+        offset_ops.on_op_response(self, req.ctx, body, now)
 
     # -- state changes ----------------------------------------------------------------------------
     def _request_rejoin(self) -> None:
