@@ -292,3 +292,21 @@ def test_seek_inside_on_assign_picks_the_start(broker):
     with pytest.raises(Exception, match="subscribed"):
         c.assign([(topic, 0)])
     c.close()
+
+
+def test_unsubscribe_hands_over_and_subscribe_again_rejoins(broker):
+    topic = new_topic(broker, 0)
+    a, b = consumer(broker, f"g-{topic}"), consumer(broker, f"g-{topic}")
+    a.subscribe([topic])
+    b.subscribe([topic])
+    wait_assigned([a, b])
+    a.unsubscribe()
+    assert a.assignment() == []
+    deadline = time.monotonic() + 60
+    while len(b.assignment()) < PARTITIONS and time.monotonic() < deadline:
+        b.poll(0.1)
+    assert len(b.assignment()) == PARTITIONS
+    a.subscribe([topic])
+    wait_assigned([a, b])
+    a.close()
+    b.close()
