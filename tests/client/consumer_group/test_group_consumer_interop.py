@@ -1,7 +1,7 @@
-"""A group mixing gregor's consumer and confluent-kafka's (librdkafka) on a gregor broker, with
-range and with cooperative-sticky: the two read each other's subscription and assignment bytes,
-whichever of them leads; assignments are disjoint and complete, and every record is consumed
-once while the group is stable."""
+"""Groups mixing gregor's consumer with confluent-kafka's (librdkafka; range and
+cooperative-sticky) or kafka-python's (range, roundrobin) on a gregor broker: each reads the
+other's subscription and assignment bytes, whichever leads; assignments are disjoint and
+complete, and every record is consumed once while the group is stable."""
 from __future__ import annotations
 
 import time
@@ -82,3 +82,46 @@ def test_mixed_group_splits_and_consumes_once(broker, first, strategy):
     assert {p for p, who in owners.items() if who == "gregor"} == {p for _, p in pg}
     g.close()
     c.close()
+
+
+@pytest.mark.parametrize("strategy", ["roundrobin", "range"])
+def test_gregor_and_kafka_python_share_one_group(broker, strategy):
+    kafka = pytest.importorskip("kafka")
+    n = 200
+    topic = new_topic(broker, n)
+    group = f"kp-{strategy}-{topic}"
+    assignor = {"range": kafka.coordinator.assignors.range.RangePartitionAssignor,
+                "roundrobin": kafka.coordinator.assignors.roundrobin
+                .RoundRobinPartitionAssignor}[strategy]
+    g = consumer(broker, group, **{"partition.assignment.strategy": strategy})
+    g.subscribe([topic])
+    while not g.assignment():
+        g.poll(0.05)
+    kp = kafka.KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=300,
+                             partition_assignment_strategy=[assignor])
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            kp.poll(50)
+            g.poll(0.05)
+            pg = {p for _, p in g.assignment()}
+            pk = {tp.partition for tp in kp.assignment()}
+            if pg and pk and len(pg) + len(pk) == PARTITIONS:
+                break
+        assert not pg & pk and pg | pk == set(range(PARTITIONS))
+        kp.seek_to_beginning()
+        for p in pg:
+            g.seek(topic, p, 0)
+        seen: dict = {}
+        while len(seen) < n and time.monotonic() < deadline:
+            for recs in kp.poll(50).values():
+                for r in recs:
+                    seen.setdefault((r.partition, r.offset), []).append("kafka-python")
+            for r in g.poll(0.05):
+                seen.setdefault((r.partition, r.offset), []).append("gregor")
+        assert len(seen) == n and all(len(v) == 1 for v in seen.values())
+    finally:
+        kp.close()
+        g.close()
