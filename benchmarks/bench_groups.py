@@ -15,7 +15,8 @@ answer), tansu here keeps everything in memory.
 
 gregor's own consumer in a group against the same consumer with assign(), on one gregor broker,
 runs interleaved (assigned, group, assigned, group, ...): records/s from the first record to
-the last (the group's join is reported apart), best run of each, and the ratio group/assigned.
+the last (the group's join is reported apart), best of 5 runs each, and the ratio
+group/assigned.
 """
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def gregor_read(bootstrap: str, topic: str, partitions: int, total: int, group: 
     return first - t0, total / (end - first)
 
 
-def gregor_consumer_bench(records: int, rounds: int = 3) -> None:
+def gregor_consumer_bench(records: int, rounds: int = 5) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from gregor import Producer as GregorProducer
     b = GregorBroker({"group.initial.rebalance.delay.ms": 0})

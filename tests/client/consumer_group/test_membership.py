@@ -364,3 +364,12 @@ def test_cooperative_lost_partitions_are_all_given_up():
     m.on_response(hb, {"error_code": E.UNKNOWN_MEMBER_ID}, None, 1000)
     m.poll(1000)
     assert m.events[-1].kind == "lost" and m.events[-1].partitions == [("t", 0), ("t", 1)]
+
+
+def test_nothing_to_do_means_no_busy_wakeups():
+    m = Membership(settings())
+    assert m.next_wakeup(0) >= 100                 # not subscribed, no ops
+    m.subscribe(["t"])
+    m.poll(0)                                      # FindCoordinator in flight
+    assert m.next_wakeup(0) >= 100
+    to_stable_follower(Membership(settings()))

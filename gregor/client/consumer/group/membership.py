@@ -205,10 +205,11 @@ class Membership:
         times = [now + 1000]
         if self.state in (STABLE, REVOKING):
             times.append(self._next_hb)
-        if self.coordinator is None:
+        if self.coordinator is None and (self.subscribed or self.ops) and \
+                "find" not in self._inflight:
             times.append(self._find_after)
-        if self.state == UNJOINED:
-            times.append(self._join_after)
+        if self.state == UNJOINED and self.subscribed and not self.poll_expired:
+            times.append(max(self._join_after, now + self.s.retry_backoff_ms))
         if self.pattern is not None or self.state == STABLE:
             times.append(self._next_metadata)
         times += [op.not_before_ms for op in self.ops]
