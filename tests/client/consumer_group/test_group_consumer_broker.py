@@ -310,3 +310,25 @@ def test_unsubscribe_hands_over_and_subscribe_again_rejoins(broker):
     wait_assigned([a, b])
     a.close()
     b.close()
+
+
+def test_heartbeats_keep_a_busy_member_in_the_group(broker):
+    """Processing longer than session.timeout.ms between polls is fine (the group thread
+    heartbeats); only max.poll.interval.ms bounds it."""
+    topic = new_topic(broker, 0)
+    short = {"session.timeout.ms": 1500, "heartbeat.interval.ms": 200}
+    events = []
+    a = consumer(broker, f"g-{topic}", **short)
+    b = consumer(broker, f"g-{topic}", **short)
+    a.subscribe([topic], on_revoke=lambda c, tps: events.append("a"),
+                on_lost=lambda c, tps: events.append("a lost"))
+    b.subscribe([topic])
+    pa, pb = wait_assigned([a, b])
+    b.subscribe([topic], on_revoke=lambda c, tps: events.append("b"))
+    end = time.monotonic() + 4.0                    # a "works" for 4 s: no poll
+    while time.monotonic() < end:
+        b.poll(0.1)
+    a.poll(0.1)
+    assert set(a.assignment()) == pa and set(b.assignment()) == pb and not events
+    a.close()
+    b.close()
