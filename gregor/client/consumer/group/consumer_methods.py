@@ -72,6 +72,7 @@ class GroupMethods:
     _in_callback = False
     _callbacks: tuple = (None, None, None)
     _next_auto_commit = 0.0
+    _need_committed = False                     # partitions wait for their committed offsets
 
     def _group_client(self) -> GroupClient:
         if not self.config["group.id"]:
@@ -128,6 +129,8 @@ class GroupMethods:
         g.tick()
         if g.has_events:
             self._apply_group_events()
+        if self._need_committed:
+            self._start_from_committed()
         if self.config["enable.auto.commit"] and time.monotonic() >= self._next_auto_commit:
             self._next_auto_commit = time.monotonic() + \
                 self.config["auto.commit.interval.ms"] / 1e3
@@ -170,17 +173,31 @@ class GroupMethods:
         on_assign = self._callbacks[0]
         if on_assign is not None:
             self._run_callback(on_assign, [TopicPartition(t, p) for t, p in partitions])
+        self._need_committed = True
+        self._start_from_committed()
+        log.info("group %s: assigned %s", self.config["group.id"], sorted(self._assigned))
+
+    def _start_from_committed(self) -> None:
+        """Start partitions without a position at the group's committed offsets. A failure
+        (coordinator gone for default.api.timeout.ms) raises from this poll; the next poll
+        tries again, as Java's consumer does."""
         waiting = [tp for tp, st in self._assigned.items()
                    if st.position is None and st.reset is None]
         if not waiting:
+            self._need_committed = False
             return
         committed = self._group.call("fetch", waiting, self._timeout(None))
         for tp in waiting:
             st = self._assigned.get(tp)
             if st is None or st.position is not None or st.reset is not None:
                 continue                        # moved meanwhile
+            if committed.get(tp) is None and self._reset_policy == "none":
+                raise ClientError(
+                    f"{tp[0]}-{tp[1]} has no committed offset in group "
+                    f"{self.config['group.id']!r} and auto.offset.reset is none: seek() in "
+                    "on_assign, or commit a start offset for the group first")
             self._set_start(st, committed.get(tp))
-        log.info("group %s: assigned %s", self.config["group.id"], sorted(self._assigned))
+        self._need_committed = False
 
     def _assign_while_subscribed(self, partitions) -> None:
         if not self._in_callback:
