@@ -1,5 +1,6 @@
 """Groups mixing gregor's consumer with confluent-kafka's (librdkafka; range and
-cooperative-sticky) or kafka-python's (range, roundrobin) on a gregor broker: each reads the
+cooperative-sticky), kafka-python's (range, roundrobin) or aiokafka's (roundrobin, picked by
+vote from gregor's default list) on a gregor broker: each reads the
 other's subscription and assignment bytes, whichever leads; assignments are disjoint and
 complete, and every record is consumed once while the group is stable."""
 from __future__ import annotations
@@ -124,4 +125,47 @@ def test_gregor_and_kafka_python_share_one_group(broker, strategy):
         assert len(seen) == n and all(len(v) == 1 for v in seen.values())
     finally:
         kp.close()
+        g.close()
+
+
+def test_gregor_with_default_strategies_and_aiokafka_agree_on_roundrobin(broker):
+    """aiokafka offers only roundrobin; gregor's default (range,roundrobin) finds it."""
+    aiokafka = pytest.importorskip("aiokafka")
+    import asyncio
+    import threading
+    topic = new_topic(broker, 0)
+    group = f"aio-{topic}"
+    g = consumer(broker, group)
+    g.subscribe([topic])
+    while not g.assignment():
+        g.poll(0.05)
+    stop = threading.Event()
+    held: list = []
+
+    async def run_aiokafka():
+        c = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                                      session_timeout_ms=SESSION_MS, heartbeat_interval_ms=300,
+                                      enable_auto_commit=False)
+        await c.start()
+        try:
+            while not stop.is_set():
+                await c.getmany(timeout_ms=50)
+                held[:] = [tp.partition for tp in c.assignment()]
+        finally:
+            await c.stop()
+    t = threading.Thread(target=lambda: asyncio.run(run_aiokafka()))
+    t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            g.poll(0.05)
+            mine = {p for _, p in g.assignment()}
+            if mine and held and len(mine) + len(held) == PARTITIONS:
+                break
+        assert not mine & set(held) and mine | set(held) == set(range(PARTITIONS))
+        desc = AdminClient({"bootstrap.servers": broker.bootstrap}).describe_groups([group])
+        assert desc[group].protocol == "roundrobin"
+    finally:
+        stop.set()
+        t.join(30)
         g.close()
