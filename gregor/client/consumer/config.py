@@ -40,5 +40,7 @@ CONSUMER_OPTIONS: list[Option] = COMMON_OPTIONS + [
     Option("max.poll.interval.ms", 300000, int, min=1),
     Option("group.instance.id", None, None),
     Option("partition.assignment.strategy", None, None),
+    # confluent-kafka's callback for asynchronous commits: on_commit(error, {tp: offset})
+    Option("on_commit", None, object),
     Option("default.api.timeout.ms", 60000, int, min=1),
 ]

@@ -131,10 +131,18 @@ def test_commit_then_resume_exactly_at_committed(broker):
     c.subscribe([topic])
     again = poll_until([c], 8, timeout=30)
     assert sorted(again) == sorted((i % PARTITIONS, 25 + i // PARTITIONS) for i in range(8))
-    # explicit offsets, async
+    c.close()
+    # explicit offsets, async, with on_commit called from a later poll()
+    heard = []
+    c = consumer(broker, group, on_commit=lambda err, offsets: heard.append((err, offsets)))
+    c.subscribe([topic])
+    while not c.assignment():                      # (a member commits once in the group)
+        c.poll(0.05)
     fut = c.commit(offsets=[(topic, 0, 1)], asynchronous=True)
     assert fut.result(30) == {(topic, 0): 1}
     assert c.committed([(topic, 0)])[(topic, 0)] == 1
+    c.poll(0.1)
+    assert heard == [(None, {(topic, 0): 1})]
     c.close()
 
 

@@ -10,6 +10,7 @@ Java's and librdkafka's consumers run their rebalance callbacks.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import re
 import time
@@ -73,6 +74,7 @@ class GroupMethods:
     _callbacks: tuple = (None, None, None)
     _next_auto_commit = 0.0
     _need_committed = False                     # partitions wait for their committed offsets
+    _commit_results: collections.deque | None = None   # async outcomes for on_commit
 
     def _group_client(self) -> GroupClient:
         if not self.config["group.id"]:
@@ -136,7 +138,23 @@ class GroupMethods:
                 self.config["auto.commit.interval.ms"] / 1e3
             offsets = self._consumed()
             if offsets:
-                g.submit("commit", offsets, self._timeout(None)).add_done_callback(_log_failure)
+                self._track(g.submit("commit", offsets, self._timeout(None)), offsets, True)
+        results = self._commit_results
+        while results:
+            err, offsets = results.popleft()
+            self.config["on_commit"](err, offsets)
+
+    def _track(self, fut, offsets: dict, auto: bool):
+        """Asynchronous commits: failures of auto commits are logged; on_commit (if set) hears
+        of every one, from a later poll() on the application's thread, as librdkafka's."""
+        if auto:
+            fut.add_done_callback(_log_failure)
+        if self.config["on_commit"] is not None:
+            if self._commit_results is None:
+                self._commit_results = collections.deque()
+            results = self._commit_results
+            fut.add_done_callback(lambda f: results.append((f.exception(), offsets)))
+        return fut
 
     def _apply_group_events(self) -> None:
         for ev in self._group.take_events():
@@ -227,7 +245,9 @@ class GroupMethods:
         """Commit offsets: by default the positions of everything poll() returned; or
         `offsets` ([(topic, partition, offset)], TopicPartition-likes, or {tp: offset}: the
         next offset to read, as Kafka stores it); or `message` (a record: its offset + 1).
-        Synchronous by default (returns {tp: offset}); asynchronous=True returns a Future."""
+        Synchronous by default (returns {tp: offset}); asynchronous=True returns a Future
+        (and calls the on_commit config callback, on_commit(error_or_None, {tp: offset}),
+        from a later poll())."""
         self._check_open()
         if message is not None:
             to_commit = {(message.topic, message.partition): message.offset + 1}
@@ -238,7 +258,9 @@ class GroupMethods:
         if not to_commit:
             raise ClientError("nothing to commit: no partition has a position yet")
         if asynchronous:
-            return self._group_client().submit("commit", to_commit, self._timeout(None))
+            return self._track(self._group_client().submit("commit", to_commit,
+                                                           self._timeout(None)),
+                               to_commit, False)
         return self._commit_sync(to_commit)
 
     def _commit_sync(self, offsets: dict) -> dict:
