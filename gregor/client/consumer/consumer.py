@@ -561,13 +561,13 @@ class Consumer(GroupMethods):
         if self._closed:
             return
         try:
-            self._close_group()
+            self._close_group()             # commits, on_revoke, leaves: may raise
         finally:
             self._closed = True
-        self._inflight.clear()
-        self._resets_inflight.clear()
-        self._buffer.clear()
-        self._net.close()
+            self._inflight.clear()
+            self._resets_inflight.clear()
+            self._buffer.clear()
+            self._net.close()
 
     def __enter__(self) -> "Consumer":
         return self
@@ -590,5 +590,5 @@ def _flatten(items) -> list:
     return list(items)
 
 
-__all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "PartitionRecords", "OffsetAndTimestamp",
-           "CONSUMER_OPTIONS"]
+__all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "PartitionRecords",
+           "OffsetAndTimestamp", "CONSUMER_OPTIONS"]

@@ -340,3 +340,29 @@ def test_heartbeats_keep_a_busy_member_in_the_group(broker):
     assert set(a.assignment()) == pa and set(b.assignment()) == pb and not events
     a.close()
     b.close()
+
+
+def test_a_raising_revoke_callback_does_not_stall_the_group(broker):
+    topic = new_topic(broker, 0)
+
+    def boom(cons, tps):
+        raise RuntimeError("application bug")
+    a, b = consumer(broker, f"g-{topic}"), consumer(broker, f"g-{topic}")
+    a.subscribe([topic], on_revoke=boom)
+    while not a.assignment():
+        a.poll(0.05)
+    b.subscribe([topic])
+    raised, deadline = 0, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            a.poll(0.05)
+        except RuntimeError:
+            raised += 1
+        b.poll(0.05)
+        if a.assignment() and b.assignment():
+            break
+    assert raised == 1 and len(a.assignment()) + len(b.assignment()) == PARTITIONS
+    b.close()
+    with pytest.raises(RuntimeError):
+        a.close()                                   # the callback raises again; still closed
+    assert a._closed

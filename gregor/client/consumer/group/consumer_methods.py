@@ -161,8 +161,10 @@ class GroupMethods:
             if ev.kind == "error":
                 raise ev.error
             if ev.kind in ("revoke", "lost"):
-                self._give_back(ev.kind, ev.partitions)
-                self._group.revoke_done()
+                try:
+                    self._give_back(ev.kind, ev.partitions)
+                finally:                        # a raising callback must not stall the group
+                    self._group.revoke_done()
             elif ev.kind == "assign":
                 self._take(ev.partitions)
 
@@ -177,21 +179,23 @@ class GroupMethods:
                 log.warning("commit before giving partitions back failed: %s", e)
         _, on_revoke, on_lost = self._callbacks
         cb = (on_lost or on_revoke) if kind == "lost" else on_revoke
-        if cb is not None and tps:
-            self._run_callback(cb, tps)
-        gone = set(tps)
-        self._assigned = {tp: st for tp, st in self._assigned.items() if tp not in gone}
-        self._drop_buffered(lambda tp: tp in gone)
+        try:
+            if cb is not None and tps:
+                self._run_callback(cb, tps)
+        finally:
+            gone = set(tps)
+            self._assigned = {tp: st for tp, st in self._assigned.items() if tp not in gone}
+            self._drop_buffered(lambda tp: tp in gone)
 
     def _take(self, partitions) -> None:
         from ..consumer import _PartitionState
         for t, p in partitions:                 # no start yet: the committed offset decides
             self._assigned[(t, p)] = _PartitionState(t, p)
             self._md.add_topic(t)
+        self._need_committed = True
         on_assign = self._callbacks[0]
         if on_assign is not None:
             self._run_callback(on_assign, [TopicPartition(t, p) for t, p in partitions])
-        self._need_committed = True
         self._start_from_committed()
         log.info("group %s: assigned %s", self.config["group.id"], sorted(self._assigned))
 
