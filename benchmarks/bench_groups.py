@@ -10,6 +10,13 @@ the figure is from the first subscribe() to the moment every member holds a shar
 partitions. Commits: one consumer commits explicit offsets synchronously in a loop (commits/s,
 p50/p99 latency of one commit), then asynchronously with up to 1000 in flight (completions/s). gregor persists (the commit is fsynced before the
 answer), tansu here keeps everything in memory.
+
+    python benchmarks/bench_groups.py --gregor-consumer [--records 200000]
+
+gregor's own consumer in a group against the same consumer with assign(), on one gregor broker,
+runs interleaved (assigned, group, assigned, group, ...): records/s from the first record to
+the last (the group's join is reported apart), best of 5 runs each, and the ratio
+group/assigned.
 """
 from __future__ import annotations
 
@@ -106,12 +113,78 @@ def async_commit_rate(bootstrap: str, seconds: float) -> float:
     return done[0] / elapsed
 
 
+def gregor_read(bootstrap: str, topic: str, partitions: int, total: int, group: str | None,
+                batches: bool) -> tuple[float, float]:
+    """(seconds from subscribe/assign to the first record, records/s after it)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from gregor import Consumer as GregorConsumer
+    conf = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+            "enable.auto.commit": group is not None}
+    if group is not None:
+        conf["group.id"] = group
+    c = GregorConsumer(conf)
+    try:
+        t0 = time.perf_counter()
+        if group is not None:
+            c.subscribe([topic])
+        else:
+            c.assign([(topic, p) for p in range(partitions)])
+        n, first = 0, None
+        while n < total:
+            got = sum(len(b) for b in c.poll_batches(1.0)) if batches else len(c.poll(1.0))
+            if got and first is None:
+                first = time.perf_counter()
+            n += got
+        end = time.perf_counter()
+    finally:
+        c.close()
+    return first - t0, total / (end - first)
+
+
+def gregor_consumer_bench(records: int, rounds: int = 5) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from gregor import Producer as GregorProducer
+    b = GregorBroker({"group.initial.rebalance.delay.ms": 0})
+    b.start()
+    try:
+        topic, parts = f"gc-{time.monotonic_ns()}", 4
+        create_topic(b.bootstrap, topic, parts)
+        p = GregorProducer({"bootstrap.servers": b.bootstrap, "linger.ms": 20})
+        value = b"x" * 100
+        for i in range(0, records, 10000):
+            p.send_batch(topic, [value] * min(10000, records - i)).result(60)
+        p.close()
+        for batches in (False, True):
+            best = {"assigned": 0.0, "group": 0.0}
+            join = []
+            for r in range(rounds):
+                for mode in ("assigned", "group"):
+                    group = f"bench-{topic}-{r}-{batches}" if mode == "group" else None
+                    first, rate = gregor_read(b.bootstrap, topic, parts, records, group,
+                                              batches)
+                    best[mode] = max(best[mode], rate)
+                    if group:
+                        join.append(first)
+            what = "poll_batches()" if batches else "poll()"
+            print(f"gregor consumer {what:15s} assigned {best['assigned']:9.0f} rec/s | group "
+                  f"{best['group']:9.0f} rec/s (joined in {min(join) * 1000:.0f} ms) | ratio "
+                  f"group/assigned {best['group'] / best['assigned']:.2f}x", flush=True)
+    finally:
+        b.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--members", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--brokers", default="gregor,tansu")
+    ap.add_argument("--gregor-consumer", action="store_true",
+                    help="compare gregor's consumer in a group with an assigned one instead")
+    ap.add_argument("--records", type=int, default=200000)
     args = ap.parse_args()
+    if args.gregor_consumer:
+        gregor_consumer_bench(args.records)
+        return
     results = {}
     for name in args.brokers.split(","):
         b = GregorBroker({"group.initial.rebalance.delay.ms": 0}) if name == "gregor" \

@@ -18,6 +18,8 @@ _LAZY = {
     "Writer": "gregor.client.producer",
     "Consumer": "gregor.client.consumer",
     "AsyncioConsumer": "gregor.client.consumer",
+    "TopicPartition": "gregor.client.consumer",
+    "CommitFailedError": "gregor.client.consumer",
     "AdminClient": "gregor.client.admin",
 }
 

@@ -3,6 +3,11 @@
     gregor consume events --from-beginning --max-messages 10
     gregor consume events --partition 0 --offset 42 --format json
     gregor consume events --format '{offset}\t{key}\t{value}' --exit-at-end
+    gregor consume events --group orders-app --from-beginning
+
+With --group the command joins that consumer group (its members share the partitions), starts
+where the group committed (else at the end, or the beginning with --from-beginning) and commits
+what it printed.
 
 Formats: value (default), kv (key, separator, value), json (one object per line), or a
 template with {topic} {partition} {offset} {timestamp} {key} {value} {headers}.
@@ -98,19 +103,29 @@ def _start_offset(offset: str | None, from_beginning: bool):
               help="value, kv, json, or a template such as '{offset}: {value}'.")
 @click.option("--key-separator", default="\t", show_default=repr("\t"),
               help="Separator for --format kv.")
+@click.option("--group", "-g", default=None,
+              help="Join this consumer group and commit what was printed.")
 @click.option("--property", "-X", "props", multiple=True, metavar="KEY=VALUE",
               help="Consumer config, e.g. isolation.level=read_committed (repeatable).")
 @bootstrap_option
 @with_friendly_errors
 def command(topic, from_beginning, partitions, offset, max_messages, timeout_ms, exit_at_end,
-            fmt, key_separator, props, bootstrap):
+            fmt, key_separator, group, props, bootstrap):
     """Print the records of TOPIC to stdout."""
     from ..client.consumer import Consumer
 
     formatter = make_formatter(fmt, key_separator)
     # An explicit number applies to every chosen partition, as librdkafka's tools do.
     start = _start_offset(offset, from_beginning)
-    cfg = client_config(bootstrap, parse_props(props), **{"allow.auto.create.topics": False})
+    extra = {"allow.auto.create.topics": False}
+    if group is not None:
+        if partitions or offset is not None:
+            raise click.BadParameter("the group assigns partitions and offsets; drop "
+                                     "--partition/--offset or --group", param_hint="--group")
+        # Commits follow what was printed (below), not what was fetched.
+        extra.update({"group.id": group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest" if from_beginning else "latest"})
+    cfg = client_config(bootstrap, {**extra, **parse_props(props)})
     consumer = Consumer(cfg)
     stop = {"now": False}
     previous = signal.getsignal(signal.SIGINT)
@@ -133,15 +148,22 @@ def command(topic, from_beginning, partitions, offset, max_messages, timeout_ms,
         if missing:
             raise click.ClickException(f"topic {topic!r} has partitions "
                                        f"{available[0]}..{available[-1]}; no {missing}")
-        consumer.assign([(topic, p, start) for p in chosen])
         ends = None
-        if exit_at_end:
-            ends = {tp: o for tp, o in consumer.end_offsets([(topic, p) for p in chosen]).items()}
+        if group is not None:
+            consumer.subscribe([topic])
+            if exit_at_end:  # the ends as of startup, for whichever partitions come our way
+                ends = consumer.end_offsets([(topic, p) for p in chosen])
+        else:
+            consumer.assign([(topic, p, start) for p in chosen])
+            if exit_at_end:
+                ends = consumer.end_offsets([(topic, p) for p in chosen])
+        printed: dict = {}
         last_record = time.monotonic()
         out = sys.stdout
         while not stop["now"]:
-            if ends is not None and all(consumer.position(*tp) >= end
-                                        for tp, end in ends.items()):
+            held = consumer.assignment() if group is not None else list(ends or ())
+            if ends is not None and held and all(consumer.position(*tp) >= ends[tp]
+                                                 for tp in held):
                 break
             records = consumer.poll(0.5)
             if records:
@@ -150,15 +172,33 @@ def command(topic, from_beginning, partitions, offset, max_messages, timeout_ms,
                 if ends is not None and r.offset >= ends.get((r.topic, r.partition), 0):
                     continue
                 out.write(formatter(r) + "\n")
+                printed[(r.topic, r.partition)] = r.offset + 1
                 count += 1
                 if max_messages is not None and count >= max_messages:
                     stop["now"] = True
                     break
             out.flush()
+            if group is not None and printed:
+                _commit(consumer, printed, asynchronous=True)
             if timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= timeout_ms:
                 break
+        if group is not None and printed:
+            _commit(consumer, printed, asynchronous=False)
     finally:
         consumer.close()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     click.echo(f"Processed a total of {count} messages", err=True)
+
+
+def _commit(consumer, printed: dict, *, asynchronous: bool) -> None:
+    """Commit what was printed; a rebalance may have moved a partition away meanwhile (then its
+    new owner commits it)."""
+    held = set(consumer.assignment())
+    mine = {tp: o for tp, o in printed.items() if tp in held}
+    if not mine:
+        return
+    try:
+        consumer.commit(offsets=mine, asynchronous=asynchronous)
+    except Exception as e:  # noqa: BLE001 - printed records stay printed
+        click.echo(f"commit failed: {e}", err=True)

@@ -180,7 +180,7 @@ def test_poll_batches_returns_columns_and_advances():
 
 def test_misuse_is_reported_clearly():
     c, net = make()
-    with pytest.raises(NotImplementedError, match="assign"):
+    with pytest.raises(ClientError, match="group.id"):   # no group: subscribe cannot work
         c.subscribe(["t"])
     with pytest.raises(ClientError, match="not assigned"):
         c.seek("t", 0, 1)

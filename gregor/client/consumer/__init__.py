@@ -1,11 +1,14 @@
-"""The consumer (assign mode): `Consumer`, `AsyncioConsumer`, and the record shapes they return."""
+"""The consumer (assign and group modes): `Consumer`, `AsyncioConsumer`, and the record shapes
+they return."""
 from .asyncio_consumer import AsyncioConsumer
 from .columns import (CREATE_TIME, LOG_APPEND_TIME, ConsumerRecord, CorruptRecordError,
                       PartitionRecords, decode_partition)
 from .consumer import CONSUMER_OPTIONS, Consumer
+from .group.consumer_methods import TopicPartition
+from .group.membership import CommitFailedError
 from .offsets import EARLIEST, LATEST, OffsetAndTimestamp
 
-__all__ = ["Consumer", "AsyncioConsumer", "ConsumerRecord", "PartitionRecords", "ArrowRecords",
+__all__ = ["Consumer", "AsyncioConsumer", "TopicPartition", "CommitFailedError", "ConsumerRecord", "PartitionRecords", "ArrowRecords",
            "decode_partition_arrow",
            "OffsetAndTimestamp", "CorruptRecordError", "decode_partition", "CONSUMER_OPTIONS",
            "EARLIEST", "LATEST", "CREATE_TIME", "LOG_APPEND_TIME"]

@@ -37,6 +37,20 @@ class AsyncioConsumer:
     def assignment(self):
         return self._consumer.assignment()
 
+    # -- group mode: callbacks run on the worker thread, inside poll(), as in the sync one --
+    async def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None) -> None:
+        await self._call(self._consumer.subscribe, topics, on_assign, on_revoke, on_lost)
+
+    async def unsubscribe(self) -> None:
+        await self._call(self._consumer.unsubscribe)
+
+    async def commit(self, message=None, offsets=None, asynchronous: bool = False):
+        fut = await self._call(self._consumer.commit, message, offsets, asynchronous)
+        return asyncio.wrap_future(fut) if asynchronous else fut
+
+    async def committed(self, partitions, timeout: float | None = None) -> dict:
+        return await self._call(self._consumer.committed, list(partitions), timeout)
+
     async def poll(self, timeout: float = 1.0, max_records: int | None = None):
         return await self._call(self._consumer.poll, timeout, max_records)
 

@@ -1,5 +1,5 @@
-"""The consumer's configuration options: Kafka's consumer settings that gregor honours, and
-those accepted for compatibility until consumer groups exist."""
+"""The consumer's configuration options: Kafka's consumer settings that gregor honours, with
+Java's defaults (partition.assignment.strategy: librdkafka's "range,roundrobin")."""
 from __future__ import annotations
 
 from ..config import COMMON_OPTIONS, Option
@@ -18,7 +18,7 @@ def _reset_policy(v: str) -> str:
 
 
 CONSUMER_OPTIONS: list[Option] = COMMON_OPTIONS + [
-    Option("group.id", None, None, "accepted; consumer groups arrive with the groups issue"),
+    Option("group.id", None, None, "the consumer group subscribe() joins and commit() uses"),
     Option("auto.offset.reset", "latest", str, validate=_reset_policy),
     Option("fetch.min.bytes", 1, int, min=0),
     Option("fetch.max.wait.ms", 500, int, min=0),
@@ -32,13 +32,15 @@ CONSUMER_OPTIONS: list[Option] = COMMON_OPTIONS + [
     Option("value.deserializer", None, object),
     Option("allow.auto.create.topics", True, bool),
     Option("client.rack", "", str),
-    # Accepted for config compatibility; they matter once consumer groups exist.
+    # Group mode (subscribe()); auto commit applies to subscribed consumers only.
     Option("enable.auto.commit", True, bool),
-    Option("auto.commit.interval.ms", 5000, int),
-    Option("session.timeout.ms", 45000, int),
-    Option("heartbeat.interval.ms", 3000, int),
-    Option("max.poll.interval.ms", 300000, int),
+    Option("auto.commit.interval.ms", 5000, int, min=1),
+    Option("session.timeout.ms", 45000, int, min=1),
+    Option("heartbeat.interval.ms", 3000, int, min=1),
+    Option("max.poll.interval.ms", 300000, int, min=1),
     Option("group.instance.id", None, None),
     Option("partition.assignment.strategy", None, None),
+    # confluent-kafka's callback for asynchronous commits: on_commit(error, {tp: offset})
+    Option("on_commit", None, object),
     Option("default.api.timeout.ms", 60000, int, min=1),
 ]

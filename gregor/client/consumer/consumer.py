@@ -19,6 +19,7 @@ from ..errors import ClientError, ConfigError
 from ..metadata import Metadata
 from .columns import ConsumerRecord, PartitionRecords, decode_partition
 from .config import CONSUMER_OPTIONS
+from .group.consumer_methods import GroupMethods, TopicPartition
 from .offsets import (EARLIEST, LATEST, MAX_VERSION as _MAX_LIST_OFFSETS_VERSION, RETRY_CODES,
                       OffsetAndTimestamp, build_request, list_offsets, parse_response, tp_list)
 
@@ -57,8 +58,9 @@ class _PartitionState:
         self.last_stable_offset = -1
 
 
-class Consumer:
-    """Kafka consumer, assign mode. See the module docstring and docs/CONTRACTS.md."""
+class Consumer(GroupMethods):
+    """Kafka consumer: assign mode, or group mode with subscribe() (group/consumer_methods.py).
+    See the module docstring and docs/CONTRACTS.md."""
 
     def __init__(self, config: dict | None = None, *, network=None, **kwargs):
         cfg = parse_config(CONSUMER_OPTIONS, config, kwargs, what="consumer")
@@ -100,6 +102,12 @@ class Consumer:
         objects with .topic/.partition/.offset. Offset -2 = earliest, -1 = latest, None (or
         librdkafka's -1000/-1001) = auto.offset.reset, >= 0 = that offset."""
         self._check_open()
+        if self._subscribed:
+            self._assign_while_subscribed(partitions)
+            return
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions: Iterable) -> None:
         new: dict[tuple[str, int], _PartitionState] = {}
         for item in partitions:
             if isinstance(item, tuple):
@@ -122,10 +130,6 @@ class Consumer:
 
     def assignment(self) -> list[tuple[str, int]]:
         return list(self._assigned)
-
-    def subscribe(self, topics, *args, **kwargs):
-        raise NotImplementedError("subscribe() needs consumer groups, which gregor does not "
-                                  "support yet; use assign([(topic, partition, offset)])")
 
     def _set_start(self, st: _PartitionState, offset) -> None:
         st.position = None
@@ -281,6 +285,9 @@ class Consumer:
     def _poll_columns(self, timeout: float, limit) -> list[PartitionRecords]:
         self._check_open()
         deadline = time.monotonic() + max(0.0, timeout)
+        group = self._group if self._subscribed else None
+        if group is not None:
+            self._group_poll()
         while True:
             self._raise_pending()
             got = self._drain(limit)
@@ -303,6 +310,8 @@ class Consumer:
             # Even poll(0) does one round of I/O, so repeated zero-timeout polls progress.
             self._net.poll(wait)
             self._collect()
+            if group is not None and group.has_events:
+                self._apply_group_events()
             if time.monotonic() >= deadline:
                 self._raise_pending()
                 got = self._drain(limit)
@@ -551,11 +560,14 @@ class Consumer:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self._inflight.clear()
-        self._resets_inflight.clear()
-        self._buffer.clear()
-        self._net.close()
+        try:
+            self._close_group()             # commits, on_revoke, leaves: may raise
+        finally:
+            self._closed = True
+            self._inflight.clear()
+            self._resets_inflight.clear()
+            self._buffer.clear()
+            self._net.close()
 
     def __enter__(self) -> "Consumer":
         return self
@@ -578,5 +590,5 @@ def _flatten(items) -> list:
     return list(items)
 
 
-__all__ = ["Consumer", "ConsumerRecord", "PartitionRecords", "OffsetAndTimestamp",
-           "CONSUMER_OPTIONS"]
+__all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "PartitionRecords",
+           "OffsetAndTimestamp", "CONSUMER_OPTIONS"]

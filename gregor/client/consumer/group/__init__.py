@@ -1,2 +1,4 @@
-"""gregor's consumer in group mode: the assignors (run by the elected leader), and (next) the
-membership protocol with the group coordinator."""
+"""gregor's consumer in group mode: `membership` (the member's state machine, sans I/O) and
+`offset_ops` (its commits and offset lookups), `group_client` (the background thread that drives
+it), `consumer_methods` (subscribe / commit inside the Consumer), and the assignors the elected
+leader runs (`assignors`: range, roundrobin; `sticky`: cooperative-sticky)."""

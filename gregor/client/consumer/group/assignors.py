@@ -18,7 +18,10 @@ ALIASES = {
     "org.apache.kafka.clients.consumer.rangeassignor": "range",
     "roundrobin": "roundrobin",
     "org.apache.kafka.clients.consumer.roundrobinassignor": "roundrobin",
+    "cooperative-sticky": "cooperative-sticky",
+    "org.apache.kafka.clients.consumer.cooperativestickyassignor": "cooperative-sticky",
 }
+COOPERATIVE = {"cooperative-sticky"}
 
 
 @dataclass
@@ -89,9 +92,13 @@ def parse_strategy(value: str) -> list[str]:
             continue
         if key not in ALIASES:
             raise ValueError(f"unknown partition.assignment.strategy {raw.strip()!r}; use "
-                             "range or roundrobin")
+                             "range, roundrobin or cooperative-sticky")
         if ALIASES[key] not in names:
             names.append(ALIASES[key])
     if not names:
         raise ValueError("partition.assignment.strategy is empty")
+    if set(names) & COOPERATIVE and set(names) - COOPERATIVE:
+        # as librdkafka: one member cannot speak both rebalance protocols
+        raise ValueError("cooperative-sticky cannot be mixed with eager assignors "
+                         f"({', '.join(names)}); pick one kind")
     return names
