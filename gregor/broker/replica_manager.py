@@ -5,8 +5,11 @@ An append goes to the page cache at once and moves the partition's high watermar
 the record is visible to consumers immediately, and it survives a kill -9 of the broker.
 
 With gregor.fsync.acks.all (the default), acks=all producers additionally wait until their
-records are fsynced, so an acks=all acknowledgement survives a power loss too. The fsyncs are a
-group commit run off the event loop: the partitions appended to since the last round hand a
+records are fsynced, so an acks=all acknowledgement survives a power loss too. Only a write
+someone waits on (acks=all, coordinator records, transaction markers) starts an fsync round;
+acks=0/1 appends are synced with the next such round (as on Kafka, acks=1 never waits for, or
+causes, an fsync: under a steady acks=1 load the rounds cost ~20% of the broker's CPU for
+nothing anyone waits on). The fsyncs are a group commit run off the event loop: the partitions appended to since the last round hand a
 sync ticket (duplicated descriptors, see gregor/log/flush.py) to one worker thread; while it
 fsyncs, the loop keeps serving requests, and whatever they append forms the next round. Each
 round moves each partition's durable offset to what its ticket covered and wakes the acks=all
@@ -36,6 +39,7 @@ class ReplicaManager:
         self._dirty: dict[Partition, None] = {}     # insertion-ordered set
         self._flush_handle: asyncio.Handle | None = None
         self._flushing = False                       # a round is running on the worker
+        self._sync_wanted = False                    # someone waits on an fsync
         self._executor: ThreadPoolExecutor | None = None
         self.flushes = 0                             # fsync rounds, for tests and metrics
         self.closed = False
@@ -67,13 +71,17 @@ class ReplicaManager:
 
     # -- commit ----------------------------------------------------------------------------
 
-    def appended(self, partition: Partition) -> None:
-        """Called by a partition after a (non-duplicate) append."""
+    def appended(self, partition: Partition, sync: bool = True) -> None:
+        """Called by a partition after a (non-duplicate) append; sync=False when nobody will
+        wait for it to be durable (acks=0/1)."""
         if partition.maybe_advance_high_watermark():
             self.notify(partition)
         if not self.fsync_acks_all:
             return
         self._dirty[partition] = None
+        if not sync:
+            return
+        self._sync_wanted = True
         if self._flush_handle is None and not self._flushing:
             # call_soon runs after every callback already queued for this loop iteration, so
             # all produce requests read in this iteration share the round.
@@ -81,8 +89,9 @@ class ReplicaManager:
 
     def _start_flush(self) -> None:
         self._flush_handle = None
-        if self._flushing or not self._dirty:
+        if self._flushing or not self._dirty or not self._sync_wanted:
             return
+        self._sync_wanted = False
         dirty, self._dirty = self._dirty, {}
         tickets = []
         for p in dirty:
@@ -117,13 +126,14 @@ class ReplicaManager:
                 # acks=all producers keep waiting (and time out if the disk stays broken);
                 # the partition is synced again next round.
                 self._dirty[p] = None
+                self._sync_wanted = True
                 continue
             if p.deleted:
                 continue
             p.log.finish_sync(t)
             if p.mark_durable(t.offset):
                 self.produce_purgatory.check_and_complete(p.key)
-        if self._dirty and self._flush_handle is None:
+        if self._sync_wanted and self._dirty and self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_soon(self._start_flush)
 
     def notify(self, partition: Partition) -> None:
@@ -144,6 +154,7 @@ class ReplicaManager:
             self._flush_handle.cancel()
             self._flush_handle = None
         self._dirty.clear()
+        self._sync_wanted = False
         for p in list(self.partitions.values()):
             try:
                 p.log.flush()

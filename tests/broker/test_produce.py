@@ -113,6 +113,19 @@ def test_acks1_records_are_visible_before_the_fsync(tmp_path):
     run_broker(tmp_path, s)
 
 
+def test_acks1_appends_start_no_fsync_round_and_ride_the_next_acks_all_one(tmp_path):
+    async def s(b):
+        await create(b, "t")
+        rm, p = b.replica_manager, b.replica_manager.get("t", 0)
+        for v in (b"a", b"b"):
+            await call(b, "Produce", 8, produce_body("t", batch(v), acks=1))
+        await asyncio.sleep(0.05)
+        assert rm.flushes == 0 and p.durable_offset == 0
+        r = presp(await call(b, "Produce", 8, produce_body("t", batch(b"c"), acks=-1)))
+        assert r["error_code"] == 0 and rm.flushes == 1 and p.durable_offset == 3
+    run_broker(tmp_path, s)
+
+
 def test_not_enough_replicas_refuses_before_appending(tmp_path):
     async def s(b):
         await create(b, "t", configs={"min.insync.replicas": 2})
