@@ -51,9 +51,9 @@ READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
 class GregorBroker:
     name = "gregor"
 
-    def __init__(self, settings: dict | None = None, tree: Path = REPO):
+    def __init__(self, settings: dict | None = None, tree: Path = REPO, where: str | None = None):
         self.tree = Path(tree)
-        self.dir = tempfile.mkdtemp(prefix="bench-gregor-")
+        self.dir = tempfile.mkdtemp(prefix="bench-gregor-", dir=where)
         self.proc = None
         self.bootstrap = None
         self.settings = dict(settings or {})
@@ -371,6 +371,8 @@ def main() -> int:
     ap.add_argument("--brokers", default="gregor,tansu")
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
                     help="also run the gregor broker of another source tree (e.g. before=/tmp/x)")
+    ap.add_argument("--shm", action="store_true",
+                    help="also run gregor with its log in /dev/shm (no disk, as tansu here)")
     ap.add_argument("--phases", default=",".join(PHASES), help="subset of " + ",".join(PHASES))
     args = ap.parse_args()
     phases = set(args.phases.split(","))
@@ -379,6 +381,9 @@ def main() -> int:
         tname, path = spec.split("=", 1)
         factories[tname] = lambda path=path: GregorBroker(tree=Path(path))
     names = args.brokers.split(",") + [spec.split("=", 1)[0] for spec in args.tree]
+    if args.shm:
+        factories["gregor-shm"] = lambda: GregorBroker(where="/dev/shm")
+        names.append("gregor-shm")
     brokers = {}
     runs = {name: {} for name in names}
 
@@ -436,8 +441,8 @@ def main() -> int:
 
 
 def report(runs: dict, names: list, args) -> None:
-    print(f"\nbest of {args.repeat} round(s), {args.records:,} records of {KEY_BYTES} + "
-          f"{VALUE_BYTES} bytes:")
+    print(f"\nbest of {args.repeat} round(s) (CPU: least of the rounds), {args.records:,} "
+          f"records of {KEY_BYTES} + {VALUE_BYTES} bytes:")
     rate_keys = [k for k in ("produce", "fetch", "fetch_unpaced", "kafka-python", "aiokafka",
                              "many") if k in runs[names[0]]]
     best_rate = {n: {k: best(runs[n][k], "msgs_s")["msgs_s"] for k in rate_keys} for n in names}
@@ -450,6 +455,7 @@ def report(runs: dict, names: list, args) -> None:
                 continue
             lat = best(runs[n][key], "p99_ms", lowest=True)
             p99s = ", ".join(f"{x['p99_ms']:.2f}" for x in runs[n][key])
+            p99s += f"; median {sorted(x['p99_ms'] for x in runs[n][key])[len(runs[n][key]) // 2]:.2f}"
             print(f"{'':7s} latency ({label}) at {lat['rate']:,.0f} msgs/s: "
                   f"p50 {lat['p50_ms']:.2f} ms p99 {lat['p99_ms']:.2f} ms (rounds: {p99s}) "
                   f"max {lat['max_ms']:.2f} ms (librdkafka rtt p99 {lat['rtt_p99_ms']:.2f} ms; "
@@ -460,6 +466,9 @@ def report(runs: dict, names: list, args) -> None:
     if rate_keys:
         print("ratio gregor/tansu (msgs/s): " + ", ".join(f"{k} {g[k] / t[k]:.2f}x" for k in rate_keys))
     if "produce" in cpu["gregor"]:
+        for n in names:
+            print(f"broker CPU s per round, produce: {n} "
+                  + ", ".join(f"{x['broker_cpu_s']:.2f}" for x in runs[n]["produce"]))
         print(f"broker CPU per 1M records produced: gregor "
               f"{cpu['gregor']['produce'] * 1e6 / args.records:.2f} s, tansu "
               f"{cpu['tansu']['produce'] * 1e6 / args.records:.2f} s "
