@@ -9,10 +9,11 @@ records are fsynced, so an acks=all acknowledgement survives a power loss too. A
 waits on (acks=all, coordinator records, transaction markers) starts an fsync round at once;
 acks=0/1 appends, which nobody waits on, start one at most ACKS1_SYNC_DELAY_S later (or ride an
 earlier round): a power loss takes at most about that much acknowledged acks=1 data, and a
-stream of small acks=1 requests no longer pays a round (a thread hand-off and an fsync) each. The fsyncs are a group commit run off the event loop: the partitions appended to since the last round hand a
-sync ticket (duplicated descriptors, see gregor/log/flush.py) to one worker thread; while it
-fsyncs, the loop keeps serving requests, and whatever they append forms the next round. Each
-round moves each partition's durable offset to what its ticket covered and wakes the acks=all
+stream of small acks=1 requests no longer pays a round (a thread hand-off and an fsync) each.
+The fsyncs are a group commit run off the event loop: the partitions appended to since the
+last round hand a sync ticket (duplicated descriptors, see gregor/log/flush.py) to one worker
+thread; while it fsyncs, the loop keeps serving requests, and whatever they append forms the
+next round. Each round moves each partition's durable offset to what its ticket covered and wakes the acks=all
 producers waiting on it. Without the setting, acks=all completes right after the append, as on
 a single-replica Kafka partition (fsync then only follows log.flush.interval.messages/ms).
 """
