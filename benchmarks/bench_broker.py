@@ -12,7 +12,9 @@
    (queued.min.messages), so a broker that answers faster than the application drains scores
    lower (docs/broker.md, Performance). Then kafka-python and aiokafka consumers read the same
    records, and 10 confluent-kafka consumers read 10 partitions at once (aggregate msgs/s).
-3. produce latency: a steady --rate msgs/s (default 10,000) for --latency-seconds with
+3. end to end: one record every 10 ms through a caught-up confluent-kafka consumer (a
+   long-polling Fetch): p50 / p99 from produce() to poll() returning it.
+4. produce latency: a steady --rate msgs/s (default 10,000) for --latency-seconds with
    linger.ms=0; p50 / p99 from produce() to the delivery report, with librdkafka's default
    in-flight limit (1,000,000 requests per connection) and with the Java producer's 5.
 
@@ -37,7 +39,7 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 REPO = Path(__file__).resolve().parents[1]
@@ -294,6 +296,42 @@ def fetch_many(bootstrap: str, topic: str, partitions: int, records: int) -> dic
     return rates(sum(counts), dt)
 
 
+def end_to_end(bootstrap: str, topic: str, count: int = 300) -> dict:
+    """How fast a long-polling fetch wakes: produce one record every 10 ms (linger 0) and time
+    it until a caught-up consumer's poll() returns it."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
+    p.produce(topic, b"warmup", partition=0)
+    p.flush(30)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-e2e",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, OFFSET_END)])
+    lats, stop = [], threading.Event()
+
+    def read():
+        while not stop.is_set():
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                lats.append(time.perf_counter() - float(m.value()))
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(1.0)  # the consumer has fetched to the end and long-polls
+    for _ in range(count):
+        p.produce(topic, repr(time.perf_counter()).encode(), partition=0)
+        p.poll(0)
+        time.sleep(0.01)
+    p.flush(30)
+    deadline = time.monotonic() + 10
+    while len(lats) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    reader.join()
+    c.close()
+    lats.sort()
+    n = max(1, len(lats))
+    return {"p50_ms": lats[n // 2] * 1000 if lats else float("nan"),
+            "p99_ms": lats[int(n * 0.99)] * 1000 if lats else float("nan"), "got": len(lats)}
+
+
 def rates(records: int, seconds: float) -> dict:
     return {"msgs_s": records / seconds, "mb_s": records * (KEY_BYTES + VALUE_BYTES) / seconds / 1e6,
             "seconds": seconds}
@@ -355,7 +393,7 @@ def best(runs: list[dict], key: str, lowest: bool = False) -> dict:
     return (min if lowest else max)(runs, key=lambda r: r[key])
 
 
-PHASES = ("produce", "fetch", "clients", "many", "latency")
+PHASES = ("produce", "fetch", "clients", "many", "e2e", "latency")
 
 
 def main() -> int:
@@ -425,6 +463,9 @@ def main() -> int:
                 if "many" in phases:
                     r = run(name, "many", fetch_many, boot, "many", args.partitions, args.records)
                     line.append(f"{args.partitions} consumers {r['msgs_s']:>9,.0f} msgs/s")
+                if "e2e" in phases:
+                    r = run(name, "e2e", end_to_end, boot, "latency")
+                    line.append(f"end to end p50 {r['p50_ms']:.2f} p99 {r['p99_ms']:.2f} ms")
                 if "latency" in phases:
                     lat = run(name, "latency", produce_latency, boot, "latency", args.rate,
                               args.latency_seconds)
@@ -460,6 +501,9 @@ def report(runs: dict, names: list, args) -> None:
                   f"p50 {lat['p50_ms']:.2f} ms p99 {lat['p99_ms']:.2f} ms (rounds: {p99s}) "
                   f"max {lat['max_ms']:.2f} ms (librdkafka rtt p99 {lat['rtt_p99_ms']:.2f} ms; "
                   f"{lat['requests']:,} requests, broker CPU {lat['broker_cpu_s']:.2f} s)")
+        if "e2e" in runs[n]:
+            print(f"{'':7s} end to end (long-polling consumer), p50 / p99 per round: "
+                  + ", ".join(f"{x['p50_ms']:.2f} / {x['p99_ms']:.2f} ms" for x in runs[n]["e2e"]))
     if "gregor" not in names or "tansu" not in names:
         return
     g, t = best_rate["gregor"], best_rate["tansu"]
