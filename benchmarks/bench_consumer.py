@@ -6,9 +6,12 @@ The topic (one partition, 10-byte keys, 100-byte values, lz4 and uncompressed va
 written once with confluent-kafka. Then, per round, each reader assigns offset 0 and reads
 until it has every record: gregor poll() (records), gregor poll_batches() (columns),
 gregor poll_batches() + to_arrow(), gregor poll_batches(arrow=True) (+ to_arrow()),
-confluent-kafka consume(), kafka-python poll(). Prints records/s per reader, the ratio to
-confluent-kafka and the ratio of the Arrow output to poll_batches()+to_arrow() (best round of
-each). The machine is shared and noisy: compare ratios within one run.
+confluent-kafka consume(), kafka-python poll(). The same topic is also written to a foreign
+broker (tansu, in memory; skipped with --no-tansu or when it is not installed) and read there by
+confluent-kafka and gregor poll_batches(). Prints records/s per reader, the ratio to
+confluent-kafka reading from gregor and the ratio of the Arrow output to
+poll_batches()+to_arrow() (best round of each). The machine is shared and noisy: compare
+ratios within one run.
 """
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ import pyarrow  # noqa: E402,F401  (imported up front: its ~0.4 s import is not 
 
 from gregor import Consumer  # noqa: E402
 from tests.support.broker import BrokerProcess  # noqa: E402
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_broker import UNPACED, TansuBroker  # noqa: E402
 
 
 def fill(bootstrap: str, topic: str, n: int, codec: str) -> None:
@@ -64,9 +70,11 @@ def read_gregor(bootstrap, topic, n, mode):
     return dt
 
 
-def read_confluent(bootstrap, topic, n):
+def read_confluent(bootstrap, topic, n, extra=None):
+    # with librdkafka's defaults it stops fetching for 1 s (fetch.queue.backoff.ms) whenever
+    # 100,000 records wait in its queue: "unpaced" lowers that to 10 ms
     c = CKConsumer({"bootstrap.servers": bootstrap, "group.id": "bench",
-                    "enable.auto.commit": False})
+                    "enable.auto.commit": False, **(extra or {})})
     c.assign([TopicPartition(topic, 0, 0)])
     got = 0
     t0 = time.perf_counter()
@@ -97,8 +105,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--no-tansu", action="store_true")
     args = ap.parse_args()
     n = args.records
+    tansu = None if args.no_tansu or TansuBroker.binary() is None else TansuBroker().start()
+    try:
+        run(args, n, tansu)
+    finally:
+        if tansu is not None:
+            tansu.stop()
+
+
+def run(args, n, tansu):
     with BrokerProcess(tempfile.mkdtemp(prefix="bench-consumer-") + "/data") as broker:
         for codec in ("none", "lz4"):
             topic = f"bench-{codec}"
@@ -114,8 +132,18 @@ def main():
                 "gregor poll_batches(arrow=True)+batch": lambda: read_gregor(
                     broker.bootstrap, topic, n, "arrow-out+batch"),
                 "confluent-kafka": lambda: read_confluent(broker.bootstrap, topic, n),
+                "confluent-kafka unpaced": lambda: read_confluent(broker.bootstrap, topic, n,
+                                                                  UNPACED),
                 "kafka-python": lambda: read_kafka_python(broker.bootstrap, topic, n),
             }
+            if tansu is not None:
+                fill(tansu.bootstrap, topic, n, codec)
+                readers["confluent-kafka (tansu)"] = lambda: read_confluent(tansu.bootstrap,
+                                                                            topic, n)
+                readers["confluent-kafka unpaced (tansu)"] = lambda: read_confluent(
+                    tansu.bootstrap, topic, n, UNPACED)
+                readers["gregor poll_batches() (tansu)"] = lambda: read_gregor(
+                    tansu.bootstrap, topic, n, "batches")
             best = {name: float("inf") for name in readers}
             for _ in range(args.rounds):
                 for name, fn in readers.items():  # interleaved, so noise hits all alike

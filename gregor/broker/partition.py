@@ -87,7 +87,7 @@ class Partition:
         if not info.duplicate:
             self._uncommitted.append((info.last_offset + 1, len(data)))
             if self.manager is not None:
-                self.manager.appended(self)
+                self.manager.appended(self, sync=required_acks == -1)
             else:
                 self.maybe_advance_high_watermark()
         return info

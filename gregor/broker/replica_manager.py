@@ -5,11 +5,15 @@ An append goes to the page cache at once and moves the partition's high watermar
 the record is visible to consumers immediately, and it survives a kill -9 of the broker.
 
 With gregor.fsync.acks.all (the default), acks=all producers additionally wait until their
-records are fsynced, so an acks=all acknowledgement survives a power loss too. The fsyncs are a
-group commit run off the event loop: the partitions appended to since the last round hand a
-sync ticket (duplicated descriptors, see gregor/log/flush.py) to one worker thread; while it
-fsyncs, the loop keeps serving requests, and whatever they append forms the next round. Each
-round moves each partition's durable offset to what its ticket covered and wakes the acks=all
+records are fsynced, so an acks=all acknowledgement survives a power loss too. A write someone
+waits on (acks=all, coordinator records, transaction markers) starts an fsync round at once;
+acks=0/1 appends, which nobody waits on, start one at most ACKS1_SYNC_DELAY_S later (or ride an
+earlier round): a power loss takes at most about that much acknowledged acks=1 data, and a
+stream of small acks=1 requests no longer pays a round (a thread hand-off and an fsync) each.
+The fsyncs are a group commit run off the event loop: the partitions appended to since the
+last round hand a sync ticket (duplicated descriptors, see gregor/log/flush.py) to one worker
+thread; while it fsyncs, the loop keeps serving requests, and whatever they append forms the
+next round. Each round moves each partition's durable offset to what its ticket covered and wakes the acks=all
 producers waiting on it. Without the setting, acks=all completes right after the append, as on
 a single-replica Kafka partition (fsync then only follows log.flush.interval.messages/ms).
 """
@@ -25,6 +29,10 @@ from .purgatory import Purgatory
 
 log = logging.getLogger("gregor.broker.replica_manager")
 
+# How long acks=0/1 data may wait for its fsync: short enough to bound what a power loss takes,
+# long enough that a busy acks=1 stream pays ~20 rounds a second, not one per request.
+ACKS1_SYNC_DELAY_S = 0.05
+
 
 class ReplicaManager:
     def __init__(self, broker_id: int, *, fsync_acks_all: bool = True):
@@ -36,6 +44,8 @@ class ReplicaManager:
         self._dirty: dict[Partition, None] = {}     # insertion-ordered set
         self._flush_handle: asyncio.Handle | None = None
         self._flushing = False                       # a round is running on the worker
+        self._sync_wanted = False                    # someone waits on an fsync
+        self._sync_timer: asyncio.TimerHandle | None = None   # the acks=0/1 round, deferred
         self._executor: ThreadPoolExecutor | None = None
         self.flushes = 0                             # fsync rounds, for tests and metrics
         self.closed = False
@@ -67,22 +77,40 @@ class ReplicaManager:
 
     # -- commit ----------------------------------------------------------------------------
 
-    def appended(self, partition: Partition) -> None:
-        """Called by a partition after a (non-duplicate) append."""
+    def appended(self, partition: Partition, sync: bool = True) -> None:
+        """Called by a partition after a (non-duplicate) append; sync=False when nobody will
+        wait for it to be durable (acks=0/1)."""
         if partition.maybe_advance_high_watermark():
             self.notify(partition)
         if not self.fsync_acks_all:
             return
         self._dirty[partition] = None
+        if not sync:
+            self._defer_sync()
+            return
+        self._sync_wanted = True
         if self._flush_handle is None and not self._flushing:
             # call_soon runs after every callback already queued for this loop iteration, so
             # all produce requests read in this iteration share the round.
             self._flush_handle = asyncio.get_running_loop().call_soon(self._start_flush)
 
+    def _defer_sync(self) -> None:
+        if self._sync_timer is None and not self.closed:
+            self._sync_timer = asyncio.get_running_loop().call_later(ACKS1_SYNC_DELAY_S,
+                                                                     self._deferred_sync)
+
+    def _deferred_sync(self) -> None:
+        self._sync_timer = None
+        if self._dirty and not self.closed:
+            self._sync_wanted = True
+            if self._flush_handle is None and not self._flushing:
+                self._start_flush()
+
     def _start_flush(self) -> None:
         self._flush_handle = None
-        if self._flushing or not self._dirty:
+        if self._flushing or not self._dirty or not self._sync_wanted:
             return
+        self._sync_wanted = False
         dirty, self._dirty = self._dirty, {}
         tickets = []
         for p in dirty:
@@ -117,13 +145,16 @@ class ReplicaManager:
                 # acks=all producers keep waiting (and time out if the disk stays broken);
                 # the partition is synced again next round.
                 self._dirty[p] = None
+                self._sync_wanted = True
                 continue
             if p.deleted:
                 continue
             p.log.finish_sync(t)
             if p.mark_durable(t.offset):
                 self.produce_purgatory.check_and_complete(p.key)
-        if self._dirty and self._flush_handle is None:
+        if self._dirty and not self._sync_wanted:
+            self._defer_sync()                  # acks=0/1 data that arrived meanwhile
+        if self._sync_wanted and self._dirty and self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_soon(self._start_flush)
 
     def notify(self, partition: Partition) -> None:
@@ -144,6 +175,10 @@ class ReplicaManager:
             self._flush_handle.cancel()
             self._flush_handle = None
         self._dirty.clear()
+        self._sync_wanted = False
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         for p in list(self.partitions.values()):
             try:
                 p.log.flush()
@@ -156,6 +191,9 @@ class ReplicaManager:
 
     def close_all(self) -> None:
         self.closed = True
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None

@@ -113,6 +113,40 @@ def test_acks1_records_are_visible_before_the_fsync(tmp_path):
     run_broker(tmp_path, s)
 
 
+def test_acks1_appends_wait_for_a_deferred_round_or_ride_an_acks_all_one(tmp_path, monkeypatch):
+    from gregor.broker import replica_manager
+    monkeypatch.setattr(replica_manager, "ACKS1_SYNC_DELAY_S", 3600)
+
+    async def s(b):
+        await create(b, "t")
+        rm, p = b.replica_manager, b.replica_manager.get("t", 0)
+        for v in (b"a", b"b"):
+            await call(b, "Produce", 8, produce_body("t", batch(v), acks=1))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert rm.flushes == 0 and p.durable_offset == 0       # no round per request
+        r = presp(await call(b, "Produce", 8, produce_body("t", batch(b"c"), acks=-1)))
+        assert r["error_code"] == 0 and rm.flushes == 1 and p.durable_offset == 3
+    run_broker(tmp_path, s)
+
+
+def test_acks1_data_is_fsynced_by_the_deferred_round(tmp_path, monkeypatch):
+    from gregor.broker import replica_manager
+    monkeypatch.setattr(replica_manager, "ACKS1_SYNC_DELAY_S", 0.01)
+
+    async def s(b):
+        await create(b, "t")
+        rm, p = b.replica_manager, b.replica_manager.get("t", 0)
+        for v in (b"a", b"b"):
+            await call(b, "Produce", 8, produce_body("t", batch(v), acks=1))
+        for _ in range(1000):                     # bound only: the round comes in ~10 ms
+            if p.durable_offset == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert p.durable_offset == 2 and rm.flushes >= 1
+    run_broker(tmp_path, s)
+
+
 def test_not_enough_replicas_refuses_before_appending(tmp_path):
     async def s(b):
         await create(b, "t", configs={"min.insync.replicas": 2})
