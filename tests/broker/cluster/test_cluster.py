@@ -113,6 +113,19 @@ def test_kafka_python_admin_creates_topics_through_the_controller(cluster):
     assert len(doc["partitions"]) == 4 and all(len(r) == 2 for r in doc["partitions"].values())
 
 
+def test_gregor_topics_command_creates_through_the_controller(cluster):
+    import subprocess
+    import sys
+    non_controller = next(b for b in cluster.brokers if b.broker_id != cluster.controller_id())
+    out = subprocess.run([sys.executable, "-m", "gregor", "topics", "create", "cli-rf3",
+                          "--partitions", "2", "--replication-factor", "3",
+                          "--bootstrap-server", non_controller.bootstrap],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = cluster.json("/brokers/topics/cli-rf3")
+    assert len(doc["partitions"]) == 2 and all(len(r) == 3 for r in doc["partitions"].values())
+
+
 def test_create_topics_on_a_non_controller_is_not_controller(cluster):
     ctrl = cluster.controller_id()
     other = next(b for b in cluster.brokers if b.broker_id != ctrl)
@@ -219,8 +232,8 @@ def test_kill_9_of_the_controller_elects_another_and_moves_its_leaderships(zk_co
                if c.json(f"/brokers/topics/fo/partitions/{p}/state")["leader"] == old]
         assert led
         c.by_id(old).kill()
-        new = c.wait_for(lambda: (lambda x: x if x not in (-1, old) else None)(
-            c.controller_id()), what="a new controller")
+        c.wait_for(lambda: c.controller_id() not in (-1, old), what="a new controller")
+        new = c.controller_id()
         assert c.controller_epoch() == epoch + 1
         assert old not in c.registered()
         for p in led:
@@ -252,3 +265,52 @@ def test_duplicate_broker_id_and_foreign_data_dir_are_refused(zk_connect, tmp_pa
         with pytest.raises(RuntimeError) as e:
             foreign.start()
         assert "belongs to cluster" in str(e.value)
+
+
+def test_paused_controller_is_replaced_then_steps_down_and_rejoins(zk_connect, tmp_path):
+    import os
+    import signal
+    with BrokerCluster(tmp_path, zk_connect, size=3) as c:
+        c.wait_for(lambda: c.controller_id() != -1, what="a controller")
+        old = c.controller_id()
+        epoch = c.controller_epoch()
+        paused = c.by_id(old)
+        os.kill(paused.pid, signal.SIGSTOP)
+        try:
+            c.wait_for(lambda: c.controller_id() not in (-1, old), what="a new controller")
+        finally:
+            os.kill(paused.pid, signal.SIGCONT)
+        assert c.controller_epoch() == epoch + 1
+        # Back with an expired session: it re-registers under a new one and does not act
+        # as controller.
+        c.wait_for(lambda: old in c.registered(), what="the paused broker re-registered")
+        c.wait_for(lambda: "stops acting as controller" in paused.output(),
+                   what="the old controller stepping down")
+        assert c.controller_id() != old and c.controller_epoch() == epoch + 1
+        md = c.wait_for(lambda: (lambda m: m if len(m["brokers"]) == 3 else None)(
+            metadata(paused.port)), what="the paused broker's view refreshed")
+        assert md["controller_id"] == c.controller_id()
+
+
+def test_restarted_broker_rejoins_and_offline_partition_comes_back(zk_connect, tmp_path):
+    with BrokerCluster(tmp_path, zk_connect, size=2) as c:
+        c.wait_for(lambda: c.controller_id() != -1, what="a controller")
+        with WireClient(c.by_id(c.controller_id()).port) as w:
+            r = w.request("CreateTopics", 4, {"topics": [{
+                "name": "solo", "num_partitions": -1, "replication_factor": -1,
+                "assignments": [{"partition_index": 0, "broker_ids": [1]}], "configs": []}],
+                "timeout_ms": 10000, "validate_only": False})
+        assert r["topics"][0]["error_code"] == 0
+        b1 = c.by_id(1)
+        b1.kill()
+        s = c.wait_for(lambda: (lambda s: s if s["leader"] == -1 else None)(
+            c.json("/brokers/topics/solo/partitions/0/state")), what="partition offline")
+        assert s["isr"] == [1] and s["leader_epoch"] == 1        # no unclean election
+        md = metadata(c.by_id(0).port, ["solo"])["topics"][0]["partitions"][0]
+        assert md["error_code"] == 5 and md["leader_id"] == -1   # LEADER_NOT_AVAILABLE
+        assert md["offline_replicas"] == [1]
+        c.wait_for(lambda: 1 not in c.registered(), what="broker 1's session to expire")
+        b1.start()
+        s = c.wait_for(lambda: (lambda s: s if s["leader"] == 1 else None)(
+            c.json("/brokers/topics/solo/partitions/0/state")), what="partition back online")
+        assert s["leader_epoch"] == 2 and s["isr"] == [1]
