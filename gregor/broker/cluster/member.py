@@ -56,6 +56,7 @@ class ClusterMember:
         self._closed = False
         self._pids: tuple[int, int] = (0, -1)      # next id, last id of the current block
         self._pid_lock = asyncio.Lock()
+        self._refresh_lock = asyncio.Lock()
         self.refreshes = 0
 
     # -- joining ---------------------------------------------------------------------------
@@ -166,12 +167,14 @@ class ClusterMember:
                 return
 
     async def refresh_now(self) -> ClusterSnapshot:
-        snap = await self.store.snapshot()
-        self.snapshot = snap
-        self.refreshes += 1
-        self._apply(snap)
-        await self.controller.on_snapshot(snap)
-        return snap
+        # One read at a time: a slower, older read must never replace a newer view.
+        async with self._refresh_lock:
+            snap = await self.store.snapshot()
+            self.snapshot = snap
+            self.refreshes += 1
+            self._apply(snap)
+            await self.controller.on_snapshot(snap)
+            return snap
 
     def _apply(self, snap: ClusterSnapshot) -> None:
         """Open the partitions this broker replicates and mark which ones it leads."""

@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient, KazooState
+from kazoo.retry import KazooRetry
 from kazoo.exceptions import (BadVersionError, NodeExistsError, NoNodeError, RolledBackError,
                               ZookeeperError)
 
@@ -75,7 +76,11 @@ class MetadataStore:
     async def start(self) -> None:
         """Connect, create the chroot when missing, then work inside it."""
         self.loop = asyncio.get_running_loop()
-        client = KazooClient(hosts=self.hosts, timeout=self.session_timeout)
+        # kazoo's default reconnect backoff grows to an hour; a broker must be back within
+        # about a second of ZooKeeper being reachable again, so cap it there, retry forever.
+        retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
+        client = KazooClient(hosts=self.hosts, timeout=self.session_timeout,
+                             connection_retry=retry)
         self.client = client
         try:
             await self.loop.run_in_executor(None, lambda: client.start(self.connection_timeout))

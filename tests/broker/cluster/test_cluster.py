@@ -314,3 +314,13 @@ def test_restarted_broker_rejoins_and_offline_partition_comes_back(zk_connect, t
         s = c.wait_for(lambda: (lambda s: s if s["leader"] == 1 else None)(
             c.json("/brokers/topics/solo/partitions/0/state")), what="partition back online")
         assert s["leader_epoch"] == 2 and s["isr"] == [1]
+
+
+def test_unreachable_zookeeper_fails_the_start_with_a_clear_message(tmp_path):
+    from gregor.broker.cluster.zookeeper_server import free_port
+    b = BrokerProcess(tmp_path / "b", broker_id=0, settings={
+        "zookeeper.connect": f"127.0.0.1:{free_port()}/x",
+        "zookeeper.connection.timeout.ms": 1000})
+    with pytest.raises(RuntimeError) as e:
+        b.start()
+    assert "could not connect to ZooKeeper" in str(e.value)
