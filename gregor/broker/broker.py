@@ -101,7 +101,9 @@ class Broker:
         server accepts connections)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = ensure_meta(self.data_dir, self.broker_id, self.config.get("cluster.id"))
-        self.producer_ids = ProducerIdManager(self.data_dir)
+        # In a cluster, ids come from ZooKeeper blocks so they are unique cluster-wide.
+        self.producer_ids = self.cluster.producer_ids if self.cluster is not None \
+            else ProducerIdManager(self.data_dir)
         self.store.load()
         for t in list(self.store.topics.values()):
             if t.deleting:

@@ -41,14 +41,12 @@ def handle(broker, ctx, request) -> dict:
             coord.init_producer_id(tid, request["transaction_timeout_ms"], expected),
             lambda r: _body(ErrorCode.UNKNOWN_SERVER_ERROR) if r is None
             else _body(convert(r[0]), r[1], r[2]))
-    if broker.cluster is not None:
-        # Cluster-unique ids: blocks of /latest_producer_id_block in ZooKeeper.
-        return respond_later(broker.cluster.next_producer_id(),
-                             lambda pid: _body(ErrorCode.UNKNOWN_SERVER_ERROR) if pid is None
-                             else _body(ErrorCode.NONE, pid, 0))
     try:
         new_pid = broker.producer_ids.next_id()
     except OSError as e:
+        if getattr(e, "retry_later", False):
+            # Cluster mode, the next block of ids is still on its way from ZooKeeper.
+            return _body(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         log.error("could not persist the producer id block: %s", e)
         return _body(ErrorCode.KAFKA_STORAGE_ERROR)
     return _body(ErrorCode.NONE, new_pid, 0)

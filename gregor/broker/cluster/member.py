@@ -21,11 +21,9 @@ from ..topics import TopicInfo, new_uuid_string, read_meta, write_atomically
 from . import znodes as z
 from .controller import Controller
 from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
+from .producer_ids import ClusterProducerIds
 
 log = logging.getLogger("gregor.broker.cluster")
-
-PRODUCER_ID_BLOCK = 1000          # Kafka's block size: one ZooKeeper write per 1000 producers
-
 
 class ClusterError(RuntimeError):
     """The broker cannot join (refused id, foreign data directory, ZooKeeper unreachable)."""
@@ -54,8 +52,7 @@ class ClusterMember:
         self._refreshing: asyncio.Task | None = None
         self._registered = False
         self._closed = False
-        self._pids: tuple[int, int] = (0, -1)      # next id, last id of the current block
-        self._pid_lock = asyncio.Lock()
+        self.producer_ids = ClusterProducerIds(self.store, self.broker_id)
         self._refresh_lock = asyncio.Lock()
         self.refreshes = 0
 
@@ -88,6 +85,7 @@ class ClusterMember:
                 "this broker another --broker-id")
         self._write_meta()
         self.broker.config.set("cluster.id", self.cluster_id)
+        await self.producer_ids.prime()
 
     def _check_meta_id(self, meta: dict[str, str]) -> None:
         stored = meta.get("broker.id", meta.get("node.id"))
@@ -255,13 +253,3 @@ class ClusterMember:
         deadline = loop.time() + max(0, timeout_ms) / 1000.0
         while not all(n in self.snapshot.topics for n in names) and loop.time() < deadline:
             await self.refresh_now()
-
-    async def next_producer_id(self) -> int:
-        """A cluster-unique producer id, from blocks taken out of /latest_producer_id_block."""
-        async with self._pid_lock:
-            nxt, last = self._pids
-            if nxt > last:
-                block = await self.store.allocate_producer_ids(self.broker_id, PRODUCER_ID_BLOCK)
-                nxt, last = block.first, block.last
-            self._pids = (nxt + 1, last)
-            return nxt

@@ -287,9 +287,9 @@ def test_paused_controller_is_replaced_then_steps_down_and_rejoins(zk_connect, t
         c.wait_for(lambda: "stops acting as controller" in paused.output(),
                    what="the old controller stepping down")
         assert c.controller_id() != old and c.controller_epoch() == epoch + 1
-        md = c.wait_for(lambda: (lambda m: m if len(m["brokers"]) == 3 else None)(
-            metadata(paused.port)), what="the paused broker's view refreshed")
-        assert md["controller_id"] == c.controller_id()
+        c.wait_for(lambda: (lambda m: len(m["brokers"]) == 3 and m["controller_id"] ==
+                            c.controller_id())(metadata(paused.port)),
+                   what="the paused broker's view refreshed")
 
 
 def test_restarted_broker_rejoins_and_offline_partition_comes_back(zk_connect, tmp_path):
