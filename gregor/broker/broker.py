@@ -267,6 +267,8 @@ class Broker:
         from ..log import Log
         log_ = Log.open(self.partition_dir(topic, index), log_config_for(cfg))
         p = Partition(topic, index, log_, cfg, self.broker_id)
+        if self.cluster is not None and not topic.startswith("__"):
+            p.is_leader = False       # until ZooKeeper says so (internal topics stay local)
         self.replica_manager.add(p)
         return p
 

@@ -70,6 +70,9 @@ def test_brokers_register_with_kafka_json_and_agree_on_controller(cluster):
         assert md["cluster_id"] == cluster_id["id"]
         assert sorted((x["node_id"], x["port"]) for x in md["brokers"]) == \
             sorted((x.broker_id, x.port) for x in c.brokers)
+        with WireClient(b.port) as w:
+            dc = w.request("DescribeCluster", 0, {"include_cluster_authorized_operations": False})
+        assert dc["controller_id"] == ctrl["brokerid"] and len(dc["brokers"]) == 3
 
 
 def test_topic_with_rf3_appears_in_zookeeper_and_every_brokers_metadata(cluster):
@@ -249,6 +252,14 @@ def test_kill_9_of_the_controller_elects_another_and_moves_its_leaderships(zk_co
         md = c.wait_for(updated, what="Metadata with the new controller")
         for p in md["topics"][0]["partitions"]:
             assert p["leader_id"] != old and p["offline_replicas"] == [old]
+        # Back on its data dir, the old leader serves none of the partitions it lost.
+        c.by_id(old).start()
+        assert c.controller_id() == new
+        with WireClient(c.by_id(old).port) as w:
+            r = w.request("ListOffsets", 1, {"replica_id": -1, "topics": [{
+                "name": "fo", "partitions": [{"partition_index": p, "timestamp": -1}
+                                             for p in led]}]})
+        assert [x["error_code"] for x in r["topics"][0]["partitions"]] == [6] * len(led)
 
 
 def test_duplicate_broker_id_and_foreign_data_dir_are_refused(zk_connect, tmp_path,
