@@ -220,8 +220,14 @@ class ClusterMember:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
-    def serves(self, part) -> bool:
-        return part is not None and part.is_leader
+    def topic_info(self, name: str) -> TopicInfo | None:
+        """A topic as ZooKeeper describes it (configs from /config/topics), hosted here or
+        not."""
+        view = self.snapshot.topics.get(name)
+        if view is None or view.deleting:
+            return None
+        return TopicInfo(name, topic_id_hex(view.assignment.topic_id),
+                         len(view.assignment.partitions), dict(view.configs))
 
     async def create_topics(self, topics: list[dict], validate_only: bool,
                             timeout_ms: int) -> dict[str, KafkaError | None]:

@@ -129,6 +129,25 @@ def test_gregor_topics_command_creates_through_the_controller(cluster):
     assert len(doc["partitions"]) == 2 and all(len(r) == 3 for r in doc["partitions"].values())
 
 
+def test_topic_configs_go_to_zookeeper_and_every_broker_describes_them(cluster):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for f in admin.create_topics([NewTopic("cfg", 1, 1, config={"retention.ms": "123456"})],
+                                 operation_timeout=20).values():
+        f.result(timeout=60)
+    assert cluster.json("/config/topics/cfg") == {"version": 1,
+                                                  "config": {"retention.ms": "123456"}}
+    for b in cluster.brokers:
+        with WireClient(b.port) as w:
+            def described(w=w):
+                r = w.request("DescribeConfigs", 1, {"resources": [{
+                    "resource_type": 2, "resource_name": "cfg",
+                    "configuration_keys": ["retention.ms"]}], "include_synonyms": False})
+                return r if r["results"][0]["error_code"] == 0 else None
+            r = cluster.wait_for(described, what=f"broker {b.broker_id} knowing 'cfg'")
+        assert r["results"][0]["configs"][0]["value"] == "123456"
+
+
 def test_create_topics_on_a_non_controller_is_not_controller(cluster):
     ctrl = cluster.controller_id()
     other = next(b for b in cluster.brokers if b.broker_id != ctrl)
