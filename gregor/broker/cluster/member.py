@@ -160,8 +160,11 @@ class ClusterMember:
                 log.error("%s", e)
                 return
             except Exception as e:
-                # Disconnected: the CONNECTED event asks again.
+                # Disconnected: the CONNECTED event asks again; anything else (a znode we
+                # cannot read) is retried in a second rather than waiting for the next event.
                 log.warning("reading the cluster from ZooKeeper failed: %s", e)
+                if self.store.connected and not self._closed:
+                    asyncio.get_running_loop().call_later(1.0, self.request_refresh)
                 return
 
     async def refresh_now(self) -> ClusterSnapshot:

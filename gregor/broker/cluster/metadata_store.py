@@ -128,6 +128,10 @@ class MetadataStore:
         return fut
 
     @property
+    def connected(self) -> bool:
+        return self.client is not None and self.client.connected
+
+    @property
     def session_id(self) -> int | None:
         sid = self.client.client_id if self.client is not None else None
         return sid[0] if sid else None

@@ -297,6 +297,21 @@ def test_duplicate_broker_id_and_foreign_data_dir_are_refused(zk_connect, tmp_pa
         assert "belongs to cluster" in str(e.value)
 
 
+def test_sigterm_of_the_controller_hands_over_without_waiting_for_its_session(zk_connect,
+                                                                             tmp_path):
+    # A long session: the registration being gone right after the exit shows the session
+    # was closed, not left to expire.
+    with BrokerCluster(tmp_path, zk_connect, size=2, session_ms=30000) as c:
+        c.wait_for(lambda: c.controller_id() != -1, what="a controller")
+        old = c.controller_id()
+        epoch = c.controller_epoch()
+        assert c.by_id(old).stop() == 0
+        assert old not in c.registered()          # session closed, not left to expire
+        c.wait_for(lambda: c.controller_id() not in (-1, old),
+                   what="the other broker taking over")
+        assert c.controller_epoch() == epoch + 1
+
+
 def test_paused_controller_is_replaced_then_steps_down_and_rejoins(zk_connect, tmp_path):
     import os
     import signal
