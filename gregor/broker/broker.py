@@ -342,7 +342,7 @@ class Broker:
         if t is not None:
             return t
         if not self.config.get("auto.create.topics.enable") or self.cluster is not None:
-            return None                  # in a cluster only the controller creates topics
+            return None                  # in a cluster: Metadata auto-creates via ZooKeeper
         if topic_name_error(name) or name in INTERNAL_TOPICS:
             return None
         n = int(self.config.get("num.partitions"))

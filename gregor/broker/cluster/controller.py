@@ -15,8 +15,6 @@ from __future__ import annotations
 import logging
 import time
 
-from kazoo.exceptions import BadVersionError, NodeExistsError
-
 from ...protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
                                 InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                                 InvalidTopicError, NotControllerError, TopicAlreadyExistsError)
@@ -24,7 +22,8 @@ from ..config import ConfigError, validate_topic_configs
 from ..topics import new_uuid_string, topic_name_error
 from . import znodes as z
 from .assignment import AssignmentError, assign_replicas, elect_after_change, initial_state
-from .metadata_store import ClusterSnapshot, ControllerMoved, MetadataStore
+from .metadata_store import (AlreadyExists, ClusterSnapshot, Conflict, ControllerMoved,
+                             MetadataStore)
 
 log = logging.getLogger("gregor.broker.cluster.controller")
 
@@ -89,29 +88,33 @@ class Controller:
         """Elect leaders for partitions whose leader or ISR members are gone (or are back
         from offline); returns how many states were written."""
         live = set(snap.brokers)
-        updates = []
+        updates, fresh = [], []
         for name, view in snap.topics.items():
             for p, replicas in view.assignment.partitions.items():
                 state = view.states.get(p)
                 if state is None:
+                    # Assigned by another broker (auto-creation): Kafka's NewPartition ->
+                    # OnlinePartition, done by the controller only.
+                    fresh.append((name, p, initial_state(replicas, live, self.epoch)))
                     continue
                 new = elect_after_change(replicas, state, live, self.epoch)
                 if new is not None:
                     new.zk_version = state.zk_version
                     updates.append((name, p, new))
-        if not updates:
+        if not updates and not fresh:
             return 0
         try:
+            await self.store.create_states(fresh, self.epoch_zk_version)
             await self.store.update_states(updates, self.epoch_zk_version)
         except ControllerMoved:
             self.step_down("/controller_epoch moved on (another controller was elected)")
             return 0
-        except BadVersionError:
+        except Conflict:
             return 0                     # a state changed meanwhile; the watch re-runs us
-        for name, p, s in updates:
+        for name, p, s in fresh + updates:
             log.info("%s-%d: leader %d, leader epoch %d, ISR %s", name, p, s.leader,
                      s.leader_epoch, s.isr)
-        return len(updates)
+        return len(fresh) + len(updates)
 
     # -- topics ----------------------------------------------------------------------------
 
@@ -183,7 +186,7 @@ class Controller:
             self.step_down("/controller_epoch moved on (another controller was elected)")
             raise NotControllerError(f"broker {self.broker_id} lost the controller role "
                                      "while creating the topic; retry") from None
-        except NodeExistsError:
+        except AlreadyExists:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists") from None
         log.info("created topic %r: %s", name,
                  ", ".join(f"{p}->{r}" for p, r in sorted(plan.items())))

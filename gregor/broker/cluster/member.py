@@ -19,6 +19,7 @@ import time
 from ...protocol.errors import ErrorCode, KafkaError
 from ..topics import TopicInfo, new_uuid_string, read_meta, write_atomically
 from . import znodes as z
+from .assignment import AssignmentError, assign_replicas
 from .controller import Controller
 from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
 from .producer_ids import ClusterProducerIds
@@ -54,6 +55,7 @@ class ClusterMember:
         self._closed = False
         self.producer_ids = ClusterProducerIds(self.store, self.broker_id)
         self._refresh_lock = asyncio.Lock()
+        self._auto_creating: set[str] = set()
         self.refreshes = 0
 
     # -- joining ---------------------------------------------------------------------------
@@ -222,6 +224,35 @@ class ClusterMember:
         if view is None or index not in view.assignment.partitions:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def maybe_auto_create(self, name: str) -> int:
+        """Metadata asked for a missing topic: start creating it with the broker defaults
+        (num.partitions, default.replication.factor); returns the error code to answer with."""
+        cfg = self.broker.config
+        if not cfg.get("auto.create.topics.enable") or name.startswith("__"):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if name in self._auto_creating:
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        try:
+            plan = assign_replicas(sorted(self.snapshot.brokers), int(cfg.get("num.partitions")),
+                                   int(cfg.get("default.replication.factor")))
+        except AssignmentError as e:
+            log.warning("not auto-creating topic %r: %s", name, e)
+            return ErrorCode.INVALID_REPLICATION_FACTOR
+        self._auto_creating.add(name)
+        asyncio.get_running_loop().create_task(self._auto_create(name, plan))
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    async def _auto_create(self, name: str, plan: dict[int, list[int]]) -> None:
+        try:
+            if await self.store.create_assignment(
+                    name, z.TopicAssignment(plan, new_uuid_string()), {}):
+                log.info("auto-created topic %r: %s", name,
+                         ", ".join(f"{p}->{r}" for p, r in sorted(plan.items())))
+        except Exception as e:
+            log.warning("auto-creating topic %r failed: %s", name, e)
+        finally:
+            self._auto_creating.discard(name)
 
     def topic_info(self, name: str) -> TopicInfo | None:
         """A topic as ZooKeeper describes it (configs from /config/topics), hosted here or

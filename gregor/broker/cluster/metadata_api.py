@@ -2,8 +2,10 @@
 
 Live brokers are the registered ones; a partition whose leader is not live (or is -1) answers
 LEADER_NOT_AVAILABLE with leader -1, which clients retry after refreshing; replicas that are
-not live are listed as offline. Topics are never auto-created in cluster mode yet: creation
-goes through the controller (CreateTopics).
+not live are listed as offline. A topic asked for by name that does not exist is auto-created
+when auto.create.topics.enable is on and the request allows it (v4+; always before v4), as
+Kafka's ZooKeeper-mode brokers do: this broker writes the assignment, the controller the
+partition states, and the topic answers LEADER_NOT_AVAILABLE until they are there.
 """
 from __future__ import annotations
 
@@ -30,24 +32,29 @@ def brokers(snap) -> list[dict]:
 def metadata(member, version: int, request: dict) -> dict:
     snap = member.snapshot
     requested = request["topics"]
+    allow_create = False
     if requested is None or (version == 0 and not requested):
         names = sorted(n for n, v in snap.topics.items() if not v.deleting)
     else:
         names = [t["name"] for t in requested]
+        allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     return {"throttle_time_ms": 0, "brokers": brokers(snap), "cluster_id": member.cluster_id,
             "controller_id": snap.controller_id,
-            "topics": [_topic(snap, name) for name in names],
+            "topics": [_topic(member, snap, name, allow_create) for name in names],
             "cluster_authorized_operations": NO_AUTHORIZED_OPS}
 
 
-def _topic(snap, name) -> dict:
+def _topic(member, snap, name, allow_create: bool) -> dict:
     entry = {"error_code": ErrorCode.NONE, "name": name, "is_internal": name in INTERNAL,
              "partitions": [], "topic_authorized_operations": NO_AUTHORIZED_OPS}
     view = snap.topics.get(name) if name is not None else None
     if view is None or view.deleting:
-        entry["error_code"] = (ErrorCode.INVALID_TOPIC_EXCEPTION
-                               if name is None or topic_name_error(name)
-                               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if name is None or topic_name_error(name):
+            entry["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
+        elif allow_create and view is None:
+            entry["error_code"] = member.maybe_auto_create(name)
+        else:
+            entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return entry
     entry["topic_id"] = _uuid_bytes(view.assignment.topic_id)
     live = snap.brokers

@@ -41,6 +41,15 @@ class ControllerMoved(StoreError):
     """A conditional controller write failed: /controller_epoch changed under us."""
 
 
+class Conflict(StoreError):
+    """A conditional write lost a race (a state's zkVersion moved, a node already exists);
+    the watch brings the newer state, so callers simply re-read."""
+
+
+class AlreadyExists(StoreError):
+    pass
+
+
 def split_connect(connect: str) -> tuple[str, str]:
     """'h1:2181,h2:2181/gregor/x' -> ('h1:2181,h2:2181', '/gregor/x') (chroot may be '')."""
     hosts, slash, chroot = connect.partition("/")
@@ -244,11 +253,33 @@ class MetadataStore:
             snap.topics[name] = view
             for p in assignment.partitions:
                 state_reads[(name, p)] = self._wait(c.get_async(z.state_path(name, p), watch=w))
+        missing = []
         for (name, p), fut in state_reads.items():
             data, stat = await _or_none(fut)
             if data:
                 snap.topics[name].states[p] = z.PartitionState.decode(data, stat.version)
+            else:
+                missing.append(z.state_path(name, p))
+        # A read of a missing node leaves no watch; an exists() does, and fires on creation
+        # (an auto-created topic's states, written later by the controller).
+        for path in missing:
+            if await self._wait(c.exists_async(path, watch=w)) is not None:
+                self.loop.call_soon(self.on_change)
         return snap
+
+    async def create_assignment(self, name: str, assignment: z.TopicAssignment,
+                                configs: dict[str, str]) -> bool:
+        """Configs and assignment only, unfenced: what any broker writes to auto-create a topic
+        (Kafka's AdminZkClient); the controller then writes the partition states. False when
+        the topic already exists."""
+        tx = self.client.transaction()
+        tx.create(z.topic_config_path(name), z.encode_topic_config(configs))
+        tx.create(z.topic_path(name), assignment.encode())
+        results = await self._wait(tx.commit_async())
+        if any(isinstance(r, NodeExistsError) for r in results):
+            return False
+        _raise_first(results)
+        return True
 
     # -- controller writes (fenced by /controller_epoch's zkVersion) -----------------------
 
@@ -267,9 +298,26 @@ class MetadataStore:
         results = await self._wait(tx.commit_async())
         if isinstance(results[0], BadVersionError):
             raise ControllerMoved("the controller changed while creating the topic")
-        for r in results[1:3]:
-            if isinstance(r, NodeExistsError):
-                raise NodeExistsError(f"topic {name!r} already exists")
+        if any(isinstance(r, NodeExistsError) for r in results[1:3]):
+            raise AlreadyExists(f"topic {name!r} already exists")
+        _raise_first(results)
+
+    async def create_states(self, states: list[tuple[str, int, z.PartitionState]],
+                            epoch_zk_version: int) -> None:
+        """Initial states of partitions that have an assignment but no state yet."""
+        if not states:
+            return
+        for topic, p, _ in states:
+            await self._wait(self.client.ensure_path_async(z.partition_path(topic, p)))
+        tx = self.client.transaction()
+        tx.check(z.CONTROLLER_EPOCH, epoch_zk_version)
+        for topic, p, state in states:
+            tx.create(z.state_path(topic, p), state.encode())
+        results = await self._wait(tx.commit_async())
+        if isinstance(results[0], BadVersionError):
+            raise ControllerMoved("the controller changed while creating partition states")
+        if any(isinstance(r, NodeExistsError) for r in results):
+            raise Conflict("a partition state was created meanwhile")
         _raise_first(results)
 
     async def update_states(self, updates: list[tuple[str, int, z.PartitionState]],
@@ -285,6 +333,8 @@ class MetadataStore:
         results = await self._wait(tx.commit_async())
         if isinstance(results[0], BadVersionError):
             raise ControllerMoved("the controller changed while electing leaders")
+        if any(isinstance(r, BadVersionError) for r in results):
+            raise Conflict("a partition state changed meanwhile")
         _raise_first(results)
 
     # -- producer ids ----------------------------------------------------------------------

@@ -29,11 +29,11 @@ def cluster(zookeeper_server, tmp_path_factory):
         c.stop()
 
 
-def metadata(port: int, topics=None, version: int = 8) -> dict:
+def metadata(port: int, topics=None, version: int = 8, create: bool = False) -> dict:
     with WireClient(port) as w:
         return w.request("Metadata", version, {
             "topics": None if topics is None else [{"name": t} for t in topics],
-            "allow_auto_topic_creation": False})
+            "allow_auto_topic_creation": create})
 
 
 def create_topic_confluent(bootstrap: str, name: str, partitions: int, rf: int) -> None:
@@ -146,6 +146,32 @@ def test_topic_configs_go_to_zookeeper_and_every_broker_describes_them(cluster):
                 return r if r["results"][0]["error_code"] == 0 else None
             r = cluster.wait_for(described, what=f"broker {b.broker_id} knowing 'cfg'")
         assert r["results"][0]["configs"][0]["value"] == "123456"
+
+
+def test_metadata_auto_creates_through_zookeeper_and_the_controller(cluster):
+    from confluent_kafka import Producer
+    ctrl = cluster.controller_id()
+    other = next(b for b in cluster.brokers if b.broker_id != ctrl)
+    first = metadata(other.port, ["auto-made"], create=True)["topics"][0]
+    assert first["error_code"] == 5                                 # LEADER_NOT_AVAILABLE
+
+    def ready():
+        t = metadata(other.port, ["auto-made"])["topics"][0]
+        return t if t["error_code"] == 0 and t["partitions"] and all(
+            p["leader_id"] >= 0 for p in t["partitions"]) else None
+    t = cluster.wait_for(ready, what="the auto-created topic's leader")
+    assert len(t["partitions"]) == 1 and len(t["partitions"][0]["replica_nodes"]) == 1
+    state = cluster.json("/brokers/topics/auto-made/partitions/0/state")
+    assert state["leader_epoch"] == 0 and state["controller_epoch"] == cluster.controller_epoch()
+    with WireClient(other.port) as w:
+        r = w.request("Metadata", 4, {"topics": [{"name": "never-made"}],
+                                      "allow_auto_topic_creation": False})
+    assert r["topics"][0]["error_code"] == 3
+    assert cluster.zk.exists("/brokers/topics/never-made") is None
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": 1})
+    acked = []
+    p.produce("auto-by-producer", b"x", on_delivery=lambda err, m: acked.append(err))
+    assert p.flush(60) == 0 and acked == [None]
 
 
 def test_create_topics_on_a_non_controller_is_not_controller(cluster):
