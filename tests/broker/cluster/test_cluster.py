@@ -395,3 +395,31 @@ def test_unreachable_zookeeper_fails_the_start_with_a_clear_message(tmp_path):
     with pytest.raises(RuntimeError) as e:
         b.start()
     assert "could not connect to ZooKeeper" in str(e.value)
+
+
+def test_gregor_clients_find_leaders_on_different_brokers(cluster):
+    from gregor import AdminClient, Consumer, Producer
+    from gregor.client.admin import NewTopic
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    try:
+        admin.create_topics([NewTopic("own", 3, 2)])
+    finally:
+        admin.close()
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": 1})
+    try:
+        futs = [p.send("own", value=f"v{i}".encode(), partition=i % 3) for i in range(60)]
+        p.flush()
+        assert sorted(f.get(30).partition for f in futs) == sorted(i % 3 for i in range(60))
+    finally:
+        p.close()
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap,
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([("own", 0), ("own", 1), ("own", 2)])
+        got = []
+        deadline = time.monotonic() + 60
+        while len(got) < 60 and time.monotonic() < deadline:
+            got += consumer.poll(0.5) or []
+    finally:
+        consumer.close()
+    assert sorted(r.value for r in got) == sorted(f"v{i}".encode() for i in range(60))
