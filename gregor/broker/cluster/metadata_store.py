@@ -134,6 +134,9 @@ class MetadataStore:
                     fut.set_exception(e)
             self.loop.call_soon_threadsafe(settle)
         async_result.rawlink(done)
+        # snapshot() starts many reads before awaiting them; when one fails (connection
+        # lost) the others' errors are expected, not "never retrieved" noise.
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
         return fut
 
     @property
