@@ -423,3 +423,11 @@ def test_gregor_clients_find_leaders_on_different_brokers(cluster):
     finally:
         consumer.close()
     assert sorted(r.value for r in got) == sorted(f"v{i}".encode() for i in range(60))
+
+
+def test_topic_changes_not_supported_yet_say_so(cluster):
+    create_topic_confluent(cluster.bootstrap, "keep", 1, 1)
+    with WireClient(cluster.by_id(cluster.controller_id()).port) as w:
+        r = w.request("DeleteTopics", 1, {"topic_names": ["keep"], "timeout_ms": 5000})
+    assert r["responses"][0]["error_code"] == 42                   # INVALID_REQUEST
+    assert cluster.zk.exists("/brokers/topics/keep") is not None
