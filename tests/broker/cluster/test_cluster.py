@@ -19,7 +19,8 @@ pytestmark = pytest.mark.timeout(180)
 @pytest.fixture(scope="module")
 def cluster(zookeeper_server, tmp_path_factory):
     chroot = f"{zookeeper_server.hosts}/m-{uuid.uuid4().hex[:12]}"
-    c = BrokerCluster(tmp_path_factory.mktemp("cluster"), chroot, size=3)
+    # Nothing is killed here: a longer session keeps a loaded machine from expiring one.
+    c = BrokerCluster(tmp_path_factory.mktemp("cluster"), chroot, size=3, session_ms=6000)
     c.start()
     c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
                what="3 registered brokers and a controller")
