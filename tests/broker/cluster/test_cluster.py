@@ -432,3 +432,26 @@ def test_topic_changes_not_supported_yet_say_so(cluster):
         r = w.request("DeleteTopics", 1, {"topic_names": ["keep"], "timeout_ms": 5000})
     assert r["responses"][0]["error_code"] == 42                   # INVALID_REQUEST
     assert cluster.zk.exists("/brokers/topics/keep") is not None
+
+
+def test_acks_all_does_not_count_followers_that_do_not_fetch_yet(cluster):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from gregor.protocol.records.batch import encode_batch
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for f in admin.create_topics([NewTopic("strict", 1, 3,
+                                           config={"min.insync.replicas": "2"})],
+                                 operation_timeout=20).values():
+        f.result(timeout=60)
+    leader = cluster.json("/brokers/topics/strict/partitions/0/state")["leader"]
+    with WireClient(cluster.by_id(leader).port) as w:
+        def produce():
+            return w.request("Produce", 7, {"transactional_id": None, "acks": -1,
+                                            "timeout_ms": 5000, "topic_data": [{
+                                                "name": "strict", "partition_data": [{
+                                                    "index": 0,
+                                                    "records": encode_batch(
+                                                        [(0, None, b"x", [])])}]}]})
+        r = cluster.wait_for(lambda: (lambda r: r if r["responses"][0]["partition_responses"][
+            0]["error_code"] != 6 else None)(produce()), what="the leader knowing it leads")
+    assert r["responses"][0]["partition_responses"][0]["error_code"] == 19   # NOT_ENOUGH_REPLICAS
