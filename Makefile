@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml setup.py $(wildcard gregor/*/*.pyx gregor/*/*/*.pyx)
 
 venv: $(STAMP)
 
+# System packages (kcat, ZooKeeper) are installed first when running as root with apt-get.
 # The second run covers the Python paths the compiled modules shadow (gregor/compiled.py).
 test: $(STAMP)
+	@.ci/install-system-packages
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	GREGOR_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/client/producer \
 		tests/protocol/records

@@ -33,3 +33,6 @@ def shared_broker(tmp_path_factory):
         yield b
     finally:
         b.stop()
+
+
+from tests.support.zookeeper import zk_connect, zookeeper_server  # noqa: E402,F401

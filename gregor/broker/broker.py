@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
+from ..protocol.errors import (InvalidConfigurationError, InvalidRequestError,
+                               InvalidPartitionsError,
                                InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                                InvalidTopicError, PolicyViolationError, TopicAlreadyExistsError,
                                TopicDeletionDisabledError, UnknownTopicOrPartitionError)
@@ -90,6 +91,8 @@ class Broker:
         self.max_partitions = partition_budget(config)
         self.txn = None                  # the transaction coordinator service (txn/service.py)
         self.groups = None               # the group coordinator service (group/service.py)
+        # Cluster mode (zookeeper.connect set): membership, view of ZooKeeper, controller.
+        self.cluster = None
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -98,7 +101,9 @@ class Broker:
         server accepts connections)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = ensure_meta(self.data_dir, self.broker_id, self.config.get("cluster.id"))
-        self.producer_ids = ProducerIdManager(self.data_dir)
+        # In a cluster, ids come from ZooKeeper blocks so they are unique cluster-wide.
+        self.producer_ids = self.cluster.producer_ids if self.cluster is not None \
+            else ProducerIdManager(self.data_dir)
         self.store.load()
         for t in list(self.store.topics.values()):
             if t.deleting:
@@ -119,6 +124,14 @@ class Broker:
         self.groups = GroupService(self)
 
     async def start(self, metrics_port: int | None = None) -> tuple[str, int]:
+        if self.config.get("zookeeper.connect"):
+            from .cluster.member import ClusterMember
+            self.cluster = ClusterMember(self)
+            try:
+                await self.cluster.connect()
+            except BaseException:
+                await self.cluster.store.close()
+                raise
         self.open()
         self.handlers = apis.build_handlers(self)
         self.api_version_table = apis.version_table(self.handlers)
@@ -154,6 +167,12 @@ class Broker:
         self.groups.load_existing()      # on the loop: loaded members' session timers start
         self.groups.start_timers()
         self.txn.start_timers()
+        if self.cluster is not None:
+            try:
+                await self.cluster.join()
+            except BaseException:
+                await self.shutdown()      # never serve unregistered
+                raise
         return self.host, self.port
 
     async def shutdown(self) -> None:
@@ -164,6 +183,11 @@ class Broker:
         log.info("shutting down: no new requests; finishing in-flight ones")
         if self.server is not None:
             self.server.stop_accepting()
+        if self.cluster is not None:
+            try:
+                await self.cluster.close()
+            except Exception:
+                log.exception("leaving the cluster failed; ZooKeeper expires our session")
         rm = self.replica_manager
         await rm.wait_for_flush()
         rm.flush_all()                      # commits what was appended: acks=all complete
@@ -243,6 +267,8 @@ class Broker:
         from ..log import Log
         log_ = Log.open(self.partition_dir(topic, index), log_config_for(cfg))
         p = Partition(topic, index, log_, cfg, self.broker_id)
+        if self.cluster is not None and not topic.startswith("__"):
+            p.is_leader = False       # until ZooKeeper says so (internal topics stay local)
         self.replica_manager.add(p)
         return p
 
@@ -315,8 +341,8 @@ class Broker:
         t = self.store.get(name)
         if t is not None:
             return t
-        if not self.config.get("auto.create.topics.enable"):
-            return None
+        if not self.config.get("auto.create.topics.enable") or self.cluster is not None:
+            return None                  # in a cluster: Metadata auto-creates via ZooKeeper
         if topic_name_error(name) or name in INTERNAL_TOPICS:
             return None
         n = int(self.config.get("num.partitions"))
@@ -327,7 +353,13 @@ class Broker:
             return None
         return self.create_topic(name, n, {})
 
+    def _single_node_only(self, what: str) -> None:
+        if self.cluster is not None:
+            raise InvalidRequestError(f"{what} is not supported by gregor's cluster mode yet "
+                                      "(it needs the controller to stop and move replicas)")
+
     def delete_topic(self, name: str) -> None:
+        self._single_node_only("deleting topics")
         if not self.config.get("delete.topic.enable"):
             raise TopicDeletionDisabledError(
                 "topic deletion is disabled on this broker (delete.topic.enable=false)")
@@ -354,6 +386,7 @@ class Broker:
                 shutil.rmtree(entry, ignore_errors=True)
 
     def add_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+        self._single_node_only("adding partitions")
         t = self.store.get(name)
         if t is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
@@ -377,6 +410,7 @@ class Broker:
                             validate_only: bool = False) -> None:
         """Replace the topic's own settings with `configs` (AlterConfigs semantics: settings
         not listed go back to the broker defaults) and apply them to its partitions."""
+        self._single_node_only("changing topic configs")
         t = self.store.get(name)
         if t is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")

@@ -122,6 +122,15 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("offsets.commit.timeout.ms", "int", 5000,
        "How long an offset commit waits for its write to commit before failing."),
     _s("cluster.id", "string", None, "Cluster id; generated and stored in meta.properties."),
+    _s("zookeeper.connect", "string", None,
+       "host:port[,host:port...][/chroot] of ZooKeeper. Unset: a single-node broker (no "
+       "cluster). Set: this broker joins the cluster whose metadata lives there."),
+    _s("zookeeper.session.timeout.ms", "int", 18000,
+       "ZooKeeper session timeout: how long after a broker dies its registration (and, for the "
+       "controller, /controller) disappears."),
+    _s("zookeeper.connection.timeout.ms", "int", None,
+       "How long to wait for the first ZooKeeper connection (unset: the session timeout)."),
+    _s("broker.rack", "string", None, "Rack of this broker, registered in ZooKeeper."),
     # gregor's own settings (no Kafka equivalent).
     _s("gregor.fsync.acks.all", "bool", True,
        "acks=all produce requests are answered once their records are fsynced (group commit "

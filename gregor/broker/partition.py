@@ -42,6 +42,7 @@ class Partition:
         self.isr = [broker_id]
         self.replicas = [broker_id]
         self.deleted = False
+        self.is_leader = True           # cluster mode: whether ZooKeeper names us the leader
         # Everything the log recovered at start-up was on disk: committed and durable.
         self.high_watermark = log_.log_end_offset
         self.durable_offset = log_.log_end_offset

@@ -5,6 +5,8 @@
 
 Prints `gregor broker ready on HOST:PORT` on stdout once it accepts connections. SIGTERM or
 SIGINT stops it gracefully (finish in-flight requests, flush, clean-shutdown marker, exit 0).
+With `--set zookeeper.connect=HOST:PORT/chroot` it joins a cluster (docs/cluster.md) and is
+ready once registered in ZooKeeper; without it, it is a single node.
 """
 from __future__ import annotations
 

@@ -3,9 +3,18 @@
 A replication factor above the number of live brokers (1) is INVALID_REPLICATION_FACTOR;
 num_partitions / replication_factor of -1 (v4+) take the broker defaults; validate_only checks
 everything and creates nothing. A name listed twice fails with INVALID_REQUEST for both.
+
+In cluster mode only the controller creates topics (replicas placed over the live brokers);
+other brokers answer NOT_CONTROLLER for every topic, as Kafka's ZooKeeper-mode brokers do at
+every version, and clients resend to the controller named in Metadata. The answer comes once
+the topic is in this broker's view of ZooKeeper (or timeout_ms passed).
 """
 from __future__ import annotations
 
+from collections import Counter
+
+from ...protocol.errors import ErrorCode
+from ._txn_common import respond_later
 from .per_topic import per_topic_results
 
 API_KEY = 19
@@ -14,6 +23,8 @@ VERSIONS = (0, 4)           # v5 is the first flexible version
 
 def handle(broker, ctx, request) -> dict:
     validate_only = request.get("validate_only", False)
+    if broker.cluster is not None:
+        return _in_cluster(broker, request, validate_only)
 
     def create(t: dict) -> None:
         configs = {c["name"]: c["value"] for c in t["configs"]}
@@ -23,3 +34,27 @@ def handle(broker, ctx, request) -> dict:
             broker.create_topic(t["name"], partitions, clean)
     return {"throttle_time_ms": 0,
             "topics": per_topic_results(broker, API_KEY, request["topics"], create)}
+
+
+def _in_cluster(broker, request, validate_only: bool):
+    topics = request["topics"]
+    counts = Counter(t["name"] for t in topics)
+    unique = [t for t in topics if counts[t["name"]] == 1]
+
+    def build(errors) -> dict:
+        results = []
+        for t in topics:
+            res = {"name": t["name"], "error_code": ErrorCode.NONE, "error_message": None}
+            if counts[t["name"]] > 1:
+                res["error_code"] = ErrorCode.INVALID_REQUEST
+                res["error_message"] = f"topic {t['name']!r} appears more than once"
+            elif errors is None:
+                res["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+            elif errors.get(t["name"]) is not None:
+                e = errors[t["name"]]
+                res["error_code"], res["error_message"] = e.code, e.message
+                broker.metrics.error(API_KEY, e.name)
+            results.append(res)
+        return {"throttle_time_ms": 0, "topics": results}
+    return respond_later(broker.cluster.create_topics(unique, validate_only,
+                                                      request["timeout_ms"]), build)

@@ -18,6 +18,9 @@ def handle(broker, ctx, request) -> dict:
             "brokers": [{"broker_id": broker.broker_id, "host": broker.advertised_host,
                          "port": broker.advertised_port, "rack": None}],
             "cluster_authorized_operations": NO_AUTHORIZED_OPS}
+    if broker.cluster is not None:
+        from ..cluster.metadata_api import describe_cluster
+        body.update(describe_cluster(broker.cluster))
     if request.get("endpoint_type", BROKERS_ENDPOINT) != BROKERS_ENDPOINT:
         body["error_code"] = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
         body["error_message"] = "only broker endpoints (endpoint_type 1) can be described"

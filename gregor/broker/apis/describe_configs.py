@@ -30,7 +30,9 @@ def handle(broker, ctx, request) -> dict:
         results.append(out)
         rtype, rname = res["resource_type"], res["resource_name"]
         if rtype == TOPIC:
-            t = broker.store.get(rname)
+            # In a cluster every broker describes every topic, from ZooKeeper's view.
+            t = broker.store.get(rname) if broker.cluster is None else \
+                broker.cluster.topic_info(rname)
             if t is None:
                 out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 out["error_message"] = f"topic {rname!r} does not exist"

@@ -84,6 +84,11 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
                "aborted_transactions": [] if read_committed else None,
                "preferred_read_replica": -1, "records": b""}
         topics.setdefault(f.topic, []).append(out)
+        if broker.cluster is not None and (p is None or not p.is_leader):
+            # Followers do not fetch yet (next slice): only the leader serves reads.
+            out["error_code"] = broker.cluster.partition_error(f.topic, f.partition)
+            errors = True
+            continue
         if p is None:
             out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             errors = True
@@ -181,6 +186,8 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()      # created, deleted or recreated meanwhile
             if p is None:
                 continue
+            if not p.is_leader:
+                return self.force_complete()      # leadership moved: answer with the error
             if f.offset > p.log.log_end_offset or f.offset < p.log.log_start_offset:
                 return self.force_complete()      # now out of range: answer with the error
             if self.read_committed:

@@ -44,6 +44,9 @@ def handle(broker, ctx, request) -> dict:
     try:
         new_pid = broker.producer_ids.next_id()
     except OSError as e:
+        if getattr(e, "retry_later", False):
+            # Cluster mode, the next block of ids is still on its way from ZooKeeper.
+            return _body(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         log.error("could not persist the producer id block: %s", e)
         return _body(ErrorCode.KAFKA_STORAGE_ERROR)
     return _body(ErrorCode.NONE, new_pid, 0)

@@ -31,6 +31,10 @@ def handle(broker, ctx, request) -> dict:
                    "leader_epoch": -1}
             parts.append(out)
             p = rm.get(t["name"], pt["partition_index"])
+            if broker.cluster is not None and (p is None or not p.is_leader):
+                out["error_code"] = broker.cluster.partition_error(t["name"],
+                                                                   pt["partition_index"])
+                continue
             if p is None:
                 out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

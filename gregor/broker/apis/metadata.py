@@ -18,6 +18,9 @@ NO_AUTHORIZED_OPS = -2147483648
 
 def handle(broker, ctx, request) -> dict:
     version = ctx.api_version
+    if broker.cluster is not None:
+        from ..cluster.metadata_api import metadata
+        return metadata(broker.cluster, version, request)
     requested = request["topics"]
     if requested is None or (version == 0 and not requested):
         names = sorted(t.name for t in broker.store.live())

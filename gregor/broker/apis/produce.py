@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 
-from ...protocol.errors import (ErrorCode, InvalidTxnStateError, KafkaError,
+from ...protocol.errors import (ErrorCode, error_for_code, InvalidTxnStateError, KafkaError,
                                UnknownTopicOrPartitionError, error_for_code)
 from ...protocol.records.header import parse_header
 from ..purgatory import DelayedOperation
@@ -112,6 +112,8 @@ def handle(broker, ctx, request):
 def _append_partition(broker, r: PartitionResult, records, acks: int, version: int,
                       now_ms: int, transactional_id: str | None = None) -> None:
     p = broker.replica_manager.get(r.topic, r.partition)
+    if broker.cluster is not None and (p is None or not p.is_leader):
+        raise error_for_code(broker.cluster.partition_error(r.topic, r.partition))
     if p is None:
         t = broker.store.get(r.topic) or broker.maybe_auto_create(r.topic)
         p = broker.replica_manager.get(r.topic, r.partition) if t is not None else None

@@ -1,0 +1,192 @@
+"""The controller: elected through ephemeral /controller, fenced by /controller_epoch.
+
+Whichever broker creates /controller (bumping /controller_epoch in the same multi-op) is the
+controller until its session ends. Every broker watches /controller and runs for election when
+it vanishes. The controller:
+- creates topics (CreateTopics): replica assignment, configs and initial partition states in
+  one multi-op;
+- moves leadership when brokers come and go (Kafka's offline-partition election, unclean
+  election off), writing each new state conditioned on its zkVersion and on the epoch.
+A controller whose session is SUSPENDED or LOST stops acting at once: its successor may already
+be elected, and the epoch check would refuse its writes anyway.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from ...protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
+                                InvalidReplicaAssignmentError, InvalidReplicationFactorError,
+                                InvalidTopicError, NotControllerError, TopicAlreadyExistsError)
+from ..config import ConfigError, validate_topic_configs
+from ..topics import new_uuid_string, topic_name_error
+from . import znodes as z
+from .assignment import AssignmentError, assign_replicas, elect_after_change, initial_state
+from .metadata_store import (AlreadyExists, ClusterSnapshot, Conflict, ControllerMoved,
+                             MetadataStore)
+
+log = logging.getLogger("gregor.broker.cluster.controller")
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+MAX_PARTITIONS_PER_TOPIC = 10_000     # as the single-node broker: bounded work per request
+
+
+class Controller:
+    def __init__(self, broker_id: int, store: MetadataStore, config):
+        self.broker_id = broker_id
+        self.store = store
+        self.config = config
+        self.active = False
+        self.epoch = 0
+        self.epoch_zk_version = -1
+        self.connected = True
+        self.elections = 0               # times this broker won, for tests and logs
+
+    # -- election --------------------------------------------------------------------------
+
+    async def maybe_elect(self, snap: ClusterSnapshot) -> bool:
+        """Run for controller when there is none; True if this broker became it."""
+        if self.active or not self.connected or snap.controller_id != -1:
+            return False
+        won = await self.store.try_become_controller(self.broker_id, int(time.time() * 1000))
+        if won is None:
+            return False
+        self.epoch, self.epoch_zk_version = won
+        self.active = True
+        self.elections += 1
+        log.info("broker %d is now the controller (controller epoch %d)", self.broker_id,
+                 self.epoch)
+        return True
+
+    def step_down(self, why: str) -> None:
+        if self.active:
+            log.warning("broker %d stops acting as controller: %s", self.broker_id, why)
+        self.active = False
+
+    def on_session(self, state: str) -> None:
+        self.connected = state == "CONNECTED"
+        if state in ("SUSPENDED", "LOST"):
+            self.step_down(f"ZooKeeper session {state}")
+
+    async def on_snapshot(self, snap: ClusterSnapshot) -> None:
+        if self.active and snap.controller_id != self.broker_id:
+            self.step_down(f"/controller now names broker {snap.controller_id}")
+        if not self.active and self.connected and snap.controller_id == self.broker_id \
+                and snap.controller_epoch == self.epoch and self.epoch:
+            # Back from SUSPENDED within the same session: /controller is still ours and
+            # nobody bumped the epoch, so the fencing version we hold is still valid.
+            self.active = True
+            log.info("broker %d resumes as controller (epoch %d)", self.broker_id, self.epoch)
+        if await self.maybe_elect(snap):
+            return                       # a fresh snapshot follows (the /controller watch)
+        if self.active:
+            await self.reconcile(snap)
+
+    # -- leadership ------------------------------------------------------------------------
+
+    async def reconcile(self, snap: ClusterSnapshot) -> int:
+        """Elect leaders for partitions whose leader or ISR members are gone (or are back
+        from offline); returns how many states were written."""
+        live = set(snap.brokers)
+        updates, fresh = [], []
+        for name, view in snap.topics.items():
+            for p, replicas in view.assignment.partitions.items():
+                state = view.states.get(p)
+                if state is None:
+                    # Assigned by another broker (auto-creation): Kafka's NewPartition ->
+                    # OnlinePartition, done by the controller only.
+                    fresh.append((name, p, initial_state(replicas, live, self.epoch)))
+                    continue
+                new = elect_after_change(replicas, state, live, self.epoch)
+                if new is not None:
+                    new.zk_version = state.zk_version
+                    updates.append((name, p, new))
+        if not updates and not fresh:
+            return 0
+        try:
+            await self.store.create_states(fresh, self.epoch_zk_version)
+            await self.store.update_states(updates, self.epoch_zk_version)
+        except ControllerMoved:
+            self.step_down("/controller_epoch moved on (another controller was elected)")
+            return 0
+        except Conflict:
+            return 0                     # a state changed meanwhile; the watch re-runs us
+        for name, p, s in fresh + updates:
+            log.info("%s-%d: leader %d, leader epoch %d, ISR %s", name, p, s.leader,
+                     s.leader_epoch, s.isr)
+        return len(fresh) + len(updates)
+
+    # -- topics ----------------------------------------------------------------------------
+
+    def plan_topic(self, snap: ClusterSnapshot, name: str, partitions: int,
+                   replication_factor: int, assignments: list | None,
+                   configs: dict[str, str | None]):
+        """Validate one CreateTopics entry against the cluster; returns (assignment, configs).
+        Raises the KafkaError the topic's result carries."""
+        if not self.active:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller "
+                                     f"(broker {snap.controller_id} is)")
+        problem = topic_name_error(name)
+        if problem:
+            raise InvalidTopicError(problem)
+        if name in INTERNAL_TOPICS:
+            raise InvalidTopicError(f"{name!r} is an internal topic name")
+        if name in snap.topics:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        live = sorted(snap.brokers)
+        if assignments:
+            plan = {}
+            for a in assignments:
+                ids = list(a.get("broker_ids") or [])
+                unknown = [b for b in ids if b not in snap.brokers]
+                if not ids or unknown or len(set(ids)) != len(ids):
+                    raise InvalidReplicaAssignmentError(
+                        f"replica assignment {ids} for partition {a.get('partition_index')} "
+                        f"must name distinct registered brokers (live: {live})")
+                plan[int(a["partition_index"])] = ids
+            if sorted(plan) != list(range(len(plan))):
+                raise InvalidReplicaAssignmentError(
+                    "partitions of a manual assignment must be numbered 0..n-1")
+        else:
+            if partitions == -1:
+                partitions = int(self.config.get("num.partitions"))
+            if replication_factor == -1:
+                replication_factor = int(self.config.get("default.replication.factor"))
+            if partitions <= 0:
+                raise InvalidPartitionsError(
+                    f"number of partitions must be at least 1, got {partitions}")
+            if partitions > MAX_PARTITIONS_PER_TOPIC:
+                raise InvalidPartitionsError(
+                    f"{partitions} partitions is more than a topic may have here "
+                    f"({MAX_PARTITIONS_PER_TOPIC})")
+            if replication_factor <= 0:
+                raise InvalidReplicationFactorError(
+                    f"replication factor must be at least 1, got {replication_factor}")
+            try:
+                plan = assign_replicas(live, partitions, replication_factor)
+            except AssignmentError as e:
+                raise InvalidReplicationFactorError(
+                    f"{e} (live brokers: {live}); start more brokers or lower the "
+                    "replication factor") from None
+        clean = {k: v for k, v in configs.items() if v is not None}
+        try:
+            validate_topic_configs(clean)
+        except ConfigError as e:
+            raise InvalidConfigurationError(str(e)) from None
+        return plan, clean
+
+    async def create_topic(self, snap: ClusterSnapshot, name: str, plan: dict[int, list[int]],
+                           configs: dict[str, str]) -> None:
+        live = set(snap.brokers)
+        states = {p: initial_state(r, live, self.epoch) for p, r in plan.items()}
+        try:
+            await self.store.create_topic(name, z.TopicAssignment(plan, new_uuid_string()),
+                                          states, configs, self.epoch_zk_version)
+        except ControllerMoved:
+            self.step_down("/controller_epoch moved on (another controller was elected)")
+            raise NotControllerError(f"broker {self.broker_id} lost the controller role "
+                                     "while creating the topic; retry") from None
+        except AlreadyExists:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists") from None
+        log.info("created topic %r: %s", name,
+                 ", ".join(f"{p}->{r}" for p, r in sorted(plan.items())))

@@ -1,0 +1,295 @@
+"""One broker's membership in the cluster: joining, its view of ZooKeeper, and what it serves.
+
+Join: connect to ZooKeeper, agree on the cluster id (meta.properties must match /cluster/id),
+refuse a broker.id another live session holds, open the logs, listen, then register the
+ephemeral /brokers/ids/<id> with the really bound port.
+
+Propagation choice for this slice: every broker watches ZooKeeper directly (brokers, controller,
+topics, partition states) and re-reads the whole tree when anything changes; the controller
+does not push LeaderAndIsr / UpdateMetadata yet. One debounced refresh at a time keeps it
+cheap; the push protocol replaces it when followers start fetching.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ..topics import TopicInfo, new_uuid_string, read_meta, write_atomically
+from . import znodes as z
+from .assignment import AssignmentError, assign_replicas
+from .controller import Controller
+from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
+from .producer_ids import ClusterProducerIds
+
+log = logging.getLogger("gregor.broker.cluster")
+
+class ClusterError(RuntimeError):
+    """The broker cannot join (refused id, foreign data directory, ZooKeeper unreachable)."""
+
+
+def topic_id_hex(text: str | None) -> str:
+    """Kafka's textual topic id (url-safe base64) as the 32 hex characters TopicInfo keeps."""
+    if not text:
+        return "0" * 32
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).hex()
+
+
+class ClusterMember:
+    def __init__(self, broker):
+        self.broker = broker
+        self.broker_id = broker.broker_id
+        cfg = broker.config
+        conn_ms = cfg.get("zookeeper.connection.timeout.ms")
+        self.store = MetadataStore(str(cfg.get("zookeeper.connect")),
+                                   session_timeout_ms=int(cfg.get("zookeeper.session.timeout.ms")),
+                                   connection_timeout_ms=int(conn_ms) if conn_ms else None)
+        self.controller = Controller(self.broker_id, self.store, cfg)
+        self.snapshot = ClusterSnapshot()
+        self.cluster_id = ""
+        self._dirty = False
+        self._refreshing: asyncio.Task | None = None
+        self._registered = False
+        self._closed = False
+        self.producer_ids = ClusterProducerIds(self.store, self.broker_id)
+        self._refresh_lock = asyncio.Lock()
+        self._auto_creating: set[str] = set()
+        self.refreshes = 0
+
+    # -- joining ---------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Before the logs open: ZooKeeper reachable, cluster id agreed, id not taken."""
+        try:
+            await self.store.start()
+            meta = read_meta(self.broker.data_dir)
+            self._check_meta_id(meta)
+            # A fresh id, never the data directory's: a directory from another cluster must
+            # not seed an empty ZooKeeper with its id (Kafka refuses it the same way).
+            candidate = self.broker.config.get("cluster.id") or new_uuid_string()
+            self.cluster_id = await self.store.cluster_id(candidate)
+        except StoreError as e:
+            raise ClusterError(str(e)) from None
+        stored = meta.get("cluster.id")
+        if stored and stored != self.cluster_id:
+            raise ClusterError(
+                f"{self.broker.data_dir} belongs to cluster {stored}, but ZooKeeper at "
+                f"{self.broker.config.get('zookeeper.connect')} holds cluster "
+                f"{self.cluster_id}; point zookeeper.connect at that cluster's ZooKeeper or "
+                "use an empty data directory")
+        snap = await self.store.snapshot()
+        if self.broker_id in snap.brokers:
+            raise ClusterError(
+                f"broker.id {self.broker_id} is already registered in ZooKeeper (by a running "
+                "broker, or one that died less than zookeeper.session.timeout.ms ago); give "
+                "this broker another --broker-id")
+        self._write_meta()
+        self.broker.config.set("cluster.id", self.cluster_id)
+        await self.producer_ids.prime()
+
+    def _check_meta_id(self, meta: dict[str, str]) -> None:
+        stored = meta.get("broker.id", meta.get("node.id"))
+        if stored is not None and int(stored) != self.broker_id:
+            raise ClusterError(f"{self.broker.data_dir} belongs to broker {stored}, not "
+                               f"{self.broker_id}; start with --broker-id {stored} or use "
+                               "another directory")
+
+    def _write_meta(self) -> None:
+        d = self.broker.data_dir
+        d.mkdir(parents=True, exist_ok=True)
+        # Kafka's ZooKeeper-mode keys (version 0, broker.id) plus node.id, which the
+        # single-node broker checks.
+        text = (f"# written by gregor broker\nversion=0\nbroker.id={self.broker_id}\n"
+                f"node.id={self.broker_id}\ncluster.id={self.cluster_id}\n")
+        write_atomically(d / "meta.properties", text.encode())
+
+    async def join(self) -> None:
+        """After the server listens: register, read the cluster, run for controller."""
+        await self._register()
+        self.store.on_change = self.request_refresh
+        self.store.on_session = self._on_session
+        await self.refresh_now()
+
+    async def _register(self) -> None:
+        b = self.broker
+        info = z.BrokerInfo(self.broker_id, b.advertised_host, b.advertised_port,
+                            b.config.get("broker.rack"), int(time.time() * 1000))
+        try:
+            await self.store.register_broker(info)
+        except BrokerIdInUse as e:
+            raise ClusterError(str(e)) from None
+        self._registered = True
+        log.info("registered broker %d at %s:%d in ZooKeeper", self.broker_id, info.host,
+                 info.port)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self.controller.active:
+            self.controller.step_down("shutting down")
+            await self.store.resign(self.broker_id)
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+        await self.store.close()      # ends the session: our ephemeral nodes go at once
+
+    # -- following ZooKeeper ---------------------------------------------------------------
+
+    def _on_session(self, state: str) -> None:
+        log.info("ZooKeeper session %s", state)
+        self.controller.on_session(state)
+        if state == "LOST":
+            self._registered = False
+        elif state == "CONNECTED" and not self._closed:
+            self.request_refresh()
+
+    def request_refresh(self) -> None:
+        """Something watched changed: re-read (coalescing bursts of events into one read)."""
+        self._dirty = True
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.get_running_loop().create_task(self._refresh_loop())
+
+    async def _refresh_loop(self) -> None:
+        while self._dirty and not self._closed:
+            self._dirty = False
+            try:
+                if not self._registered:
+                    await self._register()      # a new session after LOST
+                await self.refresh_now()
+            except asyncio.CancelledError:
+                raise
+            except ClusterError as e:
+                log.error("%s", e)
+                return
+            except Exception as e:
+                # Disconnected: the CONNECTED event asks again; anything else (a znode we
+                # cannot read) is retried in a second rather than waiting for the next event.
+                log.warning("reading the cluster from ZooKeeper failed: %s", e)
+                if self.store.connected and not self._closed:
+                    asyncio.get_running_loop().call_later(1.0, self.request_refresh)
+                return
+
+    async def refresh_now(self) -> ClusterSnapshot:
+        # One read at a time: a slower, older read must never replace a newer view.
+        async with self._refresh_lock:
+            snap = await self.store.snapshot()
+            self.snapshot = snap
+            self.refreshes += 1
+            self._apply(snap)
+            await self.controller.on_snapshot(snap)
+            return snap
+
+    def _apply(self, snap: ClusterSnapshot) -> None:
+        """Open the partitions this broker replicates and mark which ones it leads."""
+        b, me = self.broker, self.broker_id
+        rm = b.replica_manager
+        for name, view in snap.topics.items():
+            mine = [p for p, r in view.assignment.partitions.items() if me in r]
+            if not mine or view.deleting:
+                continue
+            t = b.store.get(name)
+            count = len(view.assignment.partitions)
+            if t is None:
+                t = TopicInfo(name, topic_id_hex(view.assignment.topic_id), count,
+                              dict(view.configs), int(time.time() * 1000))
+                b.store.topics[name] = t
+                b.store.save()
+            cfg = b.topic_config(t)
+            for p in mine:
+                part = rm.get(name, p)
+                if part is None:
+                    part = b._open_partition(name, p, cfg)
+                state = view.states.get(p)
+                part.replicas = list(view.assignment.partitions[p])
+                was = part.is_leader
+                part.is_leader = state is not None and state.leader == me
+                if state is not None:
+                    part.leader_epoch = state.leader_epoch
+                if was and not part.is_leader:
+                    rm.notify(part)      # waiting fetches answer (and now fail) at once
+        for part in list(rm.partitions.values()):
+            view = snap.topics.get(part.topic)
+            if view is None:
+                # Local topics ZooKeeper does not know stay served only if internal (the
+                # per-broker group and transaction coordinators' logs, for now).
+                part.is_leader = part.topic.startswith("__")
+            elif me not in view.assignment.partitions.get(part.index, ()):
+                part.is_leader = False
+
+    # -- what handlers ask -----------------------------------------------------------------
+
+    def partition_error(self, topic: str, index: int) -> int:
+        """The error for a produce/fetch of a partition this broker does not lead."""
+        view = self.snapshot.topics.get(topic)
+        if view is None or index not in view.assignment.partitions:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def maybe_auto_create(self, name: str) -> int:
+        """Metadata asked for a missing topic: start creating it with the broker defaults
+        (num.partitions, default.replication.factor); returns the error code to answer with."""
+        cfg = self.broker.config
+        if not cfg.get("auto.create.topics.enable") or name.startswith("__"):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if name in self._auto_creating:
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        try:
+            plan = assign_replicas(sorted(self.snapshot.brokers), int(cfg.get("num.partitions")),
+                                   int(cfg.get("default.replication.factor")))
+        except AssignmentError as e:
+            log.warning("not auto-creating topic %r: %s", name, e)
+            return ErrorCode.INVALID_REPLICATION_FACTOR
+        self._auto_creating.add(name)
+        asyncio.get_running_loop().create_task(self._auto_create(name, plan))
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    async def _auto_create(self, name: str, plan: dict[int, list[int]]) -> None:
+        try:
+            if await self.store.create_assignment(
+                    name, z.TopicAssignment(plan, new_uuid_string()), {}):
+                log.info("auto-created topic %r: %s", name,
+                         ", ".join(f"{p}->{r}" for p, r in sorted(plan.items())))
+        except Exception as e:
+            log.warning("auto-creating topic %r failed: %s", name, e)
+        finally:
+            self._auto_creating.discard(name)
+
+    def topic_info(self, name: str) -> TopicInfo | None:
+        """A topic as ZooKeeper describes it (configs from /config/topics), hosted here or
+        not."""
+        view = self.snapshot.topics.get(name)
+        if view is None or view.deleting:
+            return None
+        return TopicInfo(name, topic_id_hex(view.assignment.topic_id),
+                         len(view.assignment.partitions), dict(view.configs))
+
+    async def create_topics(self, topics: list[dict], validate_only: bool,
+                            timeout_ms: int) -> dict[str, KafkaError | None]:
+        """CreateTopics on the controller; returns {name: error or None}."""
+        snap = self.snapshot
+        out: dict[str, KafkaError | None] = {}
+        created = []
+        for t in topics:
+            name = t["name"]
+            try:
+                configs = {c["name"]: c["value"] for c in t["configs"]}
+                plan, clean = self.controller.plan_topic(
+                    snap, name, t["num_partitions"], t["replication_factor"],
+                    t["assignments"], configs)
+                if not validate_only:
+                    await self.controller.create_topic(snap, name, plan, clean)
+                    created.append(name)
+                out[name] = None
+            except KafkaError as e:
+                out[name] = e
+        if created:
+            await self._wait_for_topics(created, timeout_ms)
+        return out
+
+    async def _wait_for_topics(self, names: list[str], timeout_ms: int) -> None:
+        """Until our own view shows the new topics, so the Metadata that clients send next
+        (often to this broker) already knows them."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, timeout_ms) / 1000.0
+        while not all(n in self.snapshot.topics for n in names) and loop.time() < deadline:
+            await self.refresh_now()
