@@ -491,12 +491,12 @@ class Log:
         hw = self.log_end_offset if high_watermark is None else high_watermark
         deletable: list[Segment] = []
         candidates = [s for s in self.segments if s.size > 0 and s.next_offset <= hw]
-        if cfg.retention_ms >= 0:
+        if cfg.retention_ms >= 0 and cfg.delete:
             for seg in candidates:
                 if self._largest_timestamp(seg) >= now - cfg.retention_ms:
                     break
                 deletable.append(seg)
-        if cfg.retention_bytes >= 0:
+        if cfg.retention_bytes >= 0 and cfg.delete:
             excess = self.size_bytes - cfg.retention_bytes - sum(s.size for s in deletable)
             for seg in candidates[len(deletable):]:
                 if excess - seg.size < 0:
