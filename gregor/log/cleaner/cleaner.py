@@ -268,13 +268,13 @@ class CleanPass:
         if pending:
             self._write(out, pending, headers)
         entries = [e for v in group for e in v.txn_entries]
-        if entries:
-            with open(out.log_path.replace(".log" + CLEANED, TXN_SUFFIX + CLEANED), "wb") as f:
-                for e in sorted(entries):
-                    f.write(TXN_ENTRY.pack(TXN_VERSION, e.producer_id, e.first_offset,
-                                           e.last_offset, e.last_stable_offset))
-                f.flush()
-                os.fsync(f.fileno())
+        # written even when empty: swap.py relies on it to finish a swap after a crash
+        with open(out.log_path.replace(".log" + CLEANED, TXN_SUFFIX + CLEANED), "wb") as f:
+            for e in sorted(entries):
+                f.write(TXN_ENTRY.pack(TXN_VERSION, e.producer_id, e.first_offset,
+                                       e.last_offset, e.last_stable_offset))
+            f.flush()
+            os.fsync(f.fileno())
         out.seal()
         for fd in out.dup_fds():
             try:

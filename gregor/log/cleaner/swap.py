@@ -11,7 +11,8 @@ The files of the segment being built end in `.cleaned` (`<base>.log.cleaned`, `.
    first old segment, which has the same base offset), then the `.deleted` files go.
 
 Recovery at open (`recover_swaps`, before segments are loaded):
-- `.cleaned` files are deleted: the pass never committed, the old segments are all there;
+- `.cleaned` files, and `.swap` files without their `.log.swap`, are deleted: the pass never
+  committed, the old segments are all there;
 - a `.log.swap` that scans cleanly (CRC, structure, offsets) is completed: old segments whose
   base offset lies inside it and every `.deleted` file are removed, the `.swap` files renamed;
 - a `.log.swap` that does not (a torn or corrupt file) is discarded and the `.deleted` files
@@ -68,6 +69,7 @@ def commit_swap(directory: str, new: Segment, old: list[Segment], hook=None) -> 
         open(marker, "wb").close()
     base = new.base_offset
     stem = _stem(directory, base)
+    step("cleaned")
     for ext in _EXTS:
         _rename(stem + ext + CLEANED, stem + ext + SWAP)
         if ext != LOG_SUFFIX:
@@ -83,11 +85,10 @@ def commit_swap(directory: str, new: Segment, old: list[Segment], hook=None) -> 
             _unlink(s + ext)
         step(f"deleted {seg.base_offset}")
     old[0].close()
-    if not os.path.exists(stem + TXN_SUFFIX + SWAP):
-        _unlink(stem + TXN_SUFFIX)          # no aborted transaction left in the new segment
     for ext in _EXTS:
         _rename(stem + ext + SWAP, stem + ext)
         step(f"final {ext}")
+    _drop_empty_txn_index(stem)
     new.log_path = stem + LOG_SUFFIX
     new.offset_index.path = stem + INDEX_SUFFIX
     new.time_index.path = stem + TIMEINDEX_SUFFIX
@@ -96,6 +97,16 @@ def commit_swap(directory: str, new: Segment, old: list[Segment], hook=None) -> 
         for ext in (LOG_SUFFIX, TXN_SUFFIX):
             _unlink(s + ext + DELETED)
     fsync_dir(directory)
+
+
+def _drop_empty_txn_index(stem: str) -> None:
+    # the new segment always has a .txnindex (maybe empty) so that recovery knows a missing
+    # .txnindex.swap was renamed already; an empty one is not kept
+    try:
+        if os.path.getsize(stem + TXN_SUFFIX) == 0:
+            os.unlink(stem + TXN_SUFFIX)
+    except FileNotFoundError:
+        pass
 
 
 def discard_cleaned(directory: str, base: int) -> None:
@@ -115,6 +126,10 @@ def recover_swaps(directory: str, config, now_ms: int) -> list[str]:
             _unlink(os.path.join(directory, name))
     swaps = sorted(int(n.split(".")[0]) for n in names
                    if n.endswith(LOG_SUFFIX + SWAP) and n.split(".")[0].isdigit())
+    for name in names:                  # index swaps of a pass that never committed
+        if name.endswith(SWAP) and name.split(".")[0].isdigit() \
+                and int(name.split(".")[0]) not in swaps:
+            _unlink(os.path.join(directory, name))
     deleted_bases = sorted(int(n.split(".")[0]) for n in names
                            if n.endswith(LOG_SUFFIX + DELETED) and n.split(".")[0].isdigit())
     for base in swaps:
@@ -132,10 +147,9 @@ def recover_swaps(directory: str, config, now_ms: int) -> list[str]:
                         and "." + ext in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX,
                                           TXN_SUFFIX)):
                     _unlink(os.path.join(directory, name))
-            if not os.path.exists(stem + TXN_SUFFIX + SWAP):
-                _unlink(stem + TXN_SUFFIX)
             for ext in _EXTS:
                 _rename(stem + ext + SWAP, stem + ext)
+            _drop_empty_txn_index(stem)
             notes.append(f"finished the swap of cleaned segment {base} (up to offset {end})")
         else:
             for ext in _EXTS:
