@@ -10,6 +10,7 @@ the cleaner runs beside without it. Prints ratios; no timed assertions.
    topic (switched to cleanup.policy=compact), then idle again. Target: <= 1.5x.
 
     .venv/bin/python benchmarks/bench_compaction.py [--mib 64] [--keys 5000] [--skip-broker]
+                                                    [--io-max 100e6]
 """
 from __future__ import annotations
 
@@ -102,13 +103,16 @@ def _p99(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=100)[98] * 1000
 
 
-def bench_produce(mib: int, keys: int, directory: str) -> None:
+def bench_produce(mib: int, keys: int, directory: str, io_max: float | None) -> None:
     from kafka import KafkaProducer
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
     from tests.support.broker import BrokerProcess
     d = tempfile.mkdtemp(dir=directory)
-    b = BrokerProcess(os.path.join(d, "data"), settings={"log.cleaner.backoff.ms": 50})
+    settings = {"log.cleaner.backoff.ms": 50}
+    if io_max:
+        settings["log.cleaner.io.max.bytes.per.second"] = io_max
+    b = BrokerProcess(os.path.join(d, "data"), settings=settings)
     b.start()
     try:
         admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
@@ -152,10 +156,12 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=5000)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--skip-broker", action="store_true")
+    ap.add_argument("--io-max", type=float, default=None,
+                    help="log.cleaner.io.max.bytes.per.second for the broker part")
     a = ap.parse_args()
     bench_cleaning(a.mib, a.keys, a.dir)
     if not a.skip_broker:
-        bench_produce(a.mib, a.keys, a.dir)
+        bench_produce(a.mib, a.keys, a.dir, a.io_max)
 
 
 if __name__ == "__main__":

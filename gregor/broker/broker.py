@@ -215,7 +215,8 @@ class Broker:
             threads=int(cfg.get("log.cleaner.threads")),
             dedupe_buffer_size=int(cfg.get("log.cleaner.dedupe.buffer.size")),
             io_max_bytes_per_second=float(cfg.get("log.cleaner.io.max.bytes.per.second")),
-            backoff_ms=int(cfg.get("log.cleaner.backoff.ms")))
+            backoff_ms=int(cfg.get("log.cleaner.backoff.ms")),
+            use_processes=bool(cfg.get("gregor.log.cleaner.process")))
         self.metrics.registry.register(CleanerCollector(self.cleaner))
         self.cleaner.start()
 

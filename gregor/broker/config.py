@@ -145,6 +145,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "Partitions this broker hosts at most (-1: derived from the open-file limit: each "
        "partition keeps ~3 descriptors open, and running out of descriptors would stop the "
        "broker from accepting connections). Topic creation past it gets POLICY_VIOLATION."),
+    _s("gregor.log.cleaner.process", "bool", True,
+       "Run each cleaner thread's passes in a worker process: cleaning is Python code, and on "
+       "a thread it would compete with the event loop for the GIL (produce latency shows it). "
+       "false = plain threads, as in Kafka."),
     _s("gregor.shutdown.timeout.ms", "long", 10000,
        "How long a graceful shutdown waits for in-flight requests."),
 ]}

@@ -215,7 +215,7 @@ class CleanPass:
             if v.next_offset <= snap.first_dirty:
                 continue
             pos = 0
-            if snap.first_dirty > v.base_offset:       # sealed: its index no longer changes
+            if snap.first_dirty > v.base_offset and v.segment is not None:   # sealed index
                 pos = v.segment.offset_index.lookup(snap.first_dirty - v.base_offset)
             for buf, p, h in iter_batches(v.fd, v.size, pos, self._throttle):
                 if h.last_offset < snap.first_dirty:
@@ -334,12 +334,13 @@ def still_current(log_, group: list[SegmentView]) -> bool:
                     for s, v in zip(segs, group)))
 
 
-def commit(log_, group: list[SegmentView], new: Segment, hook=None) -> bool:
+def commit(log_, group: list[SegmentView], new: Segment, hook=None, *,
+           sync_dir: bool = True) -> bool:
     """On the log's thread: swap new in for the group's segments."""
     if not still_current(log_, group):
         return False
     old = [v.segment for v in group]
-    commit_swap(log_.dir, new, old, hook)
+    commit_swap(log_.dir, new, old, hook, sync_dir=sync_dir)
     i = log_.segments.index(old[0])
     log_.segments[i:i + len(old)] = [new]
     log_._bases = [s.base_offset for s in log_.segments]

@@ -5,7 +5,8 @@ Partition logs belong to the event loop; a cleaner thread touches one only throu
 `on_log_thread(fn)` (the broker runs fn on the loop and waits): to measure dirtiness, to
 snapshot what a pass needs and to swap each cleaned group in. Those steps are short; reading,
 mapping, filtering, writing and fsyncing run on the cleaner thread, so produce and fetch are
-never blocked behind a pass. Memory is bounded by log.cleaner.dedupe.buffer.size (split
+never blocked behind a pass. With use_processes (the broker's default) that heavy part runs
+in one worker process per thread (worker.py), off the broker's GIL. Memory is bounded by log.cleaner.dedupe.buffer.size (split
 between the threads) and I/O by log.cleaner.io.max.bytes.per.second (shared, like Kafka's
 throttler, counting bytes read and written).
 
@@ -20,6 +21,7 @@ import logging
 import threading
 import time
 
+from ..recovery import fsync_dir
 from .checkpoint import read_checkpoints, write_checkpoints
 from .cleaner import CleanPass, cleanable, commit, prepare
 from .offset_map import OffsetMap
@@ -66,7 +68,7 @@ class LogCleanerManager:
 
     def __init__(self, data_dir, partitions, on_log_thread, *, threads: int = 1,
                  dedupe_buffer_size: int = 134217728, io_max_bytes_per_second: float = 1.8e308,
-                 backoff_ms: int = 15000, clock=None):
+                 backoff_ms: int = 15000, clock=None, use_processes: bool = False):
         self.data_dir = data_dir
         self._partitions = partitions
         self._on_log_thread = on_log_thread
@@ -76,12 +78,15 @@ class LogCleanerManager:
         self.backoff_s = backoff_ms / 1000.0
         self._clock = clock or (lambda: int(time.time() * 1000))
         self.checkpoints = read_checkpoints(data_dir)
+        self.longest_loop_step = 0.0    # seconds: the longest step run on the log's thread
         self.stats = CleanerStats()
         self._lock = threading.Lock()
         self._busy: set[tuple[str, int]] = set()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._workers: list[threading.Thread] = []
+        self.use_processes = use_processes
+        self._pools: list = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -95,9 +100,14 @@ class LogCleanerManager:
     def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
         self._wake.set()
+        for pool in list(self._pools):
+            pool.kill()                # unblocks a thread waiting for its worker
         for t in self._workers:
             t.join(timeout)
         self._workers = []
+        for pool in self._pools:
+            pool.kill()                # a pass in a worker: its .cleaned files are discarded
+        self._pools = []
 
     @property
     def stopping(self) -> bool:
@@ -108,9 +118,15 @@ class LogCleanerManager:
         self._wake.set()
 
     def _run(self, offset_map: OffsetMap) -> None:
+        pool = None
+        if self.use_processes:
+            from .worker import WorkerProcess
+            pool = WorkerProcess()
+            with self._lock:
+                self._pools.append(pool)
         while not self._stop.is_set():
             try:
-                worked = self.clean_one(offset_map)
+                worked = self.clean_one(offset_map, pool)
             except Exception:
                 if self._stop.is_set():
                     return
@@ -119,6 +135,15 @@ class LogCleanerManager:
             if not worked:
                 self._wake.wait(self.backoff_s)
                 self._wake.clear()
+
+    def _on_loop(self, fn):
+        def timed():
+            t = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                self.longest_loop_step = max(self.longest_loop_step, time.perf_counter() - t)
+        return self._on_log_thread(timed)
 
     # -- one round ---------------------------------------------------------------------------
 
@@ -146,9 +171,10 @@ class LogCleanerManager:
             self._busy.add((best.topic, best.index))
         return best, best_c, prepare(best.log, best_c, now)
 
-    def clean_one(self, offset_map: OffsetMap) -> bool:
+    def clean_one(self, offset_map: OffsetMap, pool=None) -> bool:
         """Clean the dirtiest due log, if any; returns whether one was cleaned."""
-        picked = self._on_log_thread(self._pick)
+        self.longest_loop_step = 0.0
+        picked = self._on_loop(self._pick)
         if picked is None:
             return False
         p, c, snap = picked
@@ -157,8 +183,17 @@ class LogCleanerManager:
             def swap(group, new):
                 if self._stop.is_set():
                     return False
-                return self._on_log_thread(lambda: not p.deleted and commit(p.log, group, new))
-            stats = CleanPass(snap, offset_map, throttle=self.throttle).run(swap)
+                ok = self._on_loop(
+                    lambda: not p.deleted and commit(p.log, group, new, sync_dir=False))
+                if ok:
+                    fsync_dir(snap.directory)          # off the loop (see swap.py)
+                return ok
+            if pool is None:
+                stats = CleanPass(snap, offset_map, throttle=self.throttle).run(swap)
+            else:
+                stats = self._in_worker(pool, snap, swap)
+                if stats is None:
+                    return False
         finally:
             with self._lock:
                 self._busy.discard(key)
@@ -178,12 +213,42 @@ class LogCleanerManager:
                                               if k in live})
         mb = stats.bytes_read / 1e6
         log.info("cleaned %s-%d: offsets %d..%d, %d segment(s) into %d, %.1f MB read, %.1f MB "
-                 "written, %.2fs (%.1f MB/s), dirty ratio was %.2f%s", key[0], key[1],
+                 "written, %.2fs (%.1f MB/s), dirty ratio was %.2f, longest event-loop step %.2f ms%s",
+                 key[0], key[1],
                  c.first_dirty, stats.end_offset - 1, stats.segments_in, stats.segments_out,
                  mb, stats.bytes_written / 1e6, stats.seconds,
                  mb / stats.seconds if stats.seconds else 0.0, c.ratio,
+                 self.longest_loop_step * 1000,
                  "; the key map filled up, another round follows" if stats.map_full else "")
         return True
+
+
+    def _in_worker(self, pool, snap, swap):
+        """The pass in the worker process, then each group swapped in from here."""
+        from .swap import discard_cleaned
+        from .worker import WorkerGone, open_cleaned, spec_of
+        spec = spec_of(snap, self.buffer_per_thread, self.throttle.rate / self.threads)
+        snap.close()                    # the worker opens the files itself
+        try:
+            stats, written = pool.run(spec)
+        except WorkerGone:
+            if self._stop.is_set():
+                return None
+            raise
+        if stats is None:
+            return None
+        views = {v.base_offset: v for v in snap.views}
+        for i, bases in enumerate(written):
+            group = [views[b] for b in bases]
+            new = open_cleaned(snap.directory, bases[0], snap.config)
+            if new is None or not swap(group, new):
+                if new is not None:
+                    new.close()
+                for rest in written[i:]:
+                    discard_cleaned(snap.directory, rest[0])
+                stats.end_offset = -1
+                break
+        return stats
 
 
 class CleanerCollector:
