@@ -334,21 +334,49 @@ def still_current(log_, group: list[SegmentView]) -> bool:
                     for s, v in zip(segs, group)))
 
 
-def commit(log_, group: list[SegmentView], new: Segment, hook=None, *,
-           sync_dir: bool = True) -> bool:
-    """On the log's thread: swap new in for the group's segments."""
-    if not still_current(log_, group):
+def begin_swap(log_, group: list[SegmentView]) -> bool:
+    """On the log's thread: check the group is still the log's and pin its segments (retention
+    leaves pinned segments alone until finish_swap) while their files are swapped."""
+    if not still_current(log_, group) or log_.swapping:
         return False
+    log_.swapping = {id(v.segment) for v in group}
+    return True
+
+
+def finish_swap(log_, group: list[SegmentView], new: Segment | None, *,
+                close_old: bool = True) -> None:
+    """On the log's thread, after commit_swap: the new segment replaces the group in memory
+    (new=None: the file swap failed; only unpin). close_old=False leaves closing the old
+    segments to the caller: closing the last descriptor of a removed file frees its blocks,
+    which takes milliseconds for a large segment and should not happen on the event loop."""
+    log_.swapping = set()
+    if new is None:
+        return
     old = [v.segment for v in group]
-    commit_swap(log_.dir, new, old, hook, sync_dir=sync_dir)
     i = log_.segments.index(old[0])
     log_.segments[i:i + len(old)] = [new]
     log_._bases = [s.base_offset for s in log_.segments]
+    if close_old:
+        for seg in old:
+            seg.close()
     ti = log_.txn_index
     gone = {s.base_offset for s in old}
     for e, b in list(ti._segment_of.items()):
         if b in gone:
             ti._segment_of[e] = new.base_offset
+
+
+def commit(log_, group: list[SegmentView], new: Segment, hook=None, *,
+           sync_dir: bool = True) -> bool:
+    """The whole swap on the calling (log's) thread: tests and tools."""
+    if not begin_swap(log_, group):
+        return False
+    try:
+        commit_swap(log_.dir, new, [v.segment for v in group], hook, sync_dir=sync_dir)
+    except BaseException:
+        finish_swap(log_, group, None)
+        raise
+    finish_swap(log_, group, new)
     return True
 
 

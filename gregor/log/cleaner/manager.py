@@ -21,9 +21,9 @@ import logging
 import threading
 import time
 
-from ..recovery import fsync_dir
 from .checkpoint import read_checkpoints, write_checkpoints
-from .cleaner import CleanPass, cleanable, commit, prepare
+from .cleaner import CleanPass, begin_swap, cleanable, finish_swap, prepare
+from .swap import commit_swap
 from .offset_map import OffsetMap
 
 log = logging.getLogger("gregor.log.cleaner")
@@ -183,11 +183,19 @@ class LogCleanerManager:
             def swap(group, new):
                 if self._stop.is_set():
                     return False
-                ok = self._on_loop(
-                    lambda: not p.deleted and commit(p.log, group, new, sync_dir=False))
-                if ok:
-                    fsync_dir(snap.directory)          # off the loop (see swap.py)
-                return ok
+                # files are renamed here, off the loop (renames wait on the file system's
+                # journal while the pass's fsyncs run); the loop only checks and swaps lists
+                if not self._on_loop(lambda: not p.deleted and begin_swap(p.log, group)):
+                    return False
+                try:
+                    commit_swap(snap.directory, new, [v.segment for v in group])
+                except BaseException:
+                    self._on_loop(lambda: finish_swap(p.log, group, None))
+                    raise
+                self._on_loop(lambda: finish_swap(p.log, group, new, close_old=False))
+                for v in group:          # no longer the log's: nothing on the loop reads them
+                    v.segment.close()
+                return True
             if pool is None:
                 stats = CleanPass(snap, offset_map, throttle=self.throttle).run(swap)
             else:

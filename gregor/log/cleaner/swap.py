@@ -62,12 +62,11 @@ def _unlink(path: str) -> None:
 
 def commit_swap(directory: str, new: Segment, old: list[Segment], hook=None, *,
                 sync_dir: bool = True) -> None:
-    """Steps 1-3 above. new's files end in `.cleaned` and are durable; old are the segments
-    it replaces (old[0] has new's base offset). hook(step) lets tests stop in between.
-    sync_dir=False leaves the directory fsyncs to the caller (the broker runs this on its
-    event loop and fsyncs from the cleaner thread afterwards: renames are ordered in the
-    file system's journal, and a process crash, unlike a power loss, needs no fsync at all
-    to see them)."""
+    """Steps 1-3 above, on files only. new's files end in `.cleaned` and are durable; old are
+    the segments it replaces (old[0] has new's base offset); their descriptors stay open,
+    so the log keeps serving reads from them until it swaps its segment list (the caller
+    closes them). hook(step) lets tests stop in between. sync_dir=False skips the directory
+    fsyncs (a process crash needs none to see renames; tests that only kill use it)."""
     step = hook or (lambda name: None)
     marker = os.path.join(directory, COMPACTED_FILE)
     if not os.path.exists(marker):
@@ -79,17 +78,16 @@ def commit_swap(directory: str, new: Segment, old: list[Segment], hook=None, *,
         _rename(stem + ext + CLEANED, stem + ext + SWAP)
         if ext != LOG_SUFFIX:
             step(f"renamed {ext}.swap")
-    fsync_dir(directory)
+    if sync_dir:
+        fsync_dir(directory)
     step("committed")
     for seg in old[1:]:
         s = _stem(directory, seg.base_offset)
-        seg.close()
         for ext in (LOG_SUFFIX, TXN_SUFFIX):
             _rename(s + ext, s + ext + DELETED)
         for ext in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
             _unlink(s + ext)
         step(f"deleted {seg.base_offset}")
-    old[0].close()
     for ext in _EXTS:
         _rename(stem + ext + SWAP, stem + ext)
         step(f"final {ext}")
