@@ -117,3 +117,24 @@ def test_consumer_offsets_are_compacted_and_the_latest_commit_survives(tmp_path)
     settings = {"log.cleaner.backoff.ms": "50", "offsets.topic.num.partitions": "1"}
     run_broker(tmp_path, commit_many, **settings)
     run_broker(tmp_path, fetch, **settings)
+
+
+def test_a_corrupt_batch_marks_the_partition_uncleanable_and_the_broker_goes_on(tmp_path):
+    async def s(b):
+        await create(b, "bad", configs={"cleanup.policy": "compact", "segment.bytes": 300,
+                                        "min.cleanable.dirty.ratio": "0.01"})
+        for i in range(12):
+            await call(b, "Produce", 8, produce_body("bad", _kv(b"k", b"v%d" % i)))
+        await committed(b)
+        p = b.replica_manager.get("bad", 0)
+        seg = p.log.segments[0]
+        # a flipped byte inside the first batch: the cleaner must not rewrite it with a
+        # fresh CRC; it stops cleaning this partition instead
+        import os
+        os.pwrite(seg.fd, b"\x7f" * 4, 61)
+        b._start_cleaner(asyncio.get_running_loop())
+        b.cleaner.wake()
+        await _wait(lambda: ("bad", 0) in b.cleaner.uncleanable)
+        r = await call(b, "Produce", 8, produce_body("bad", _kv(b"k", b"after")))
+        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
+    run_broker(tmp_path, s, **{"log.cleaner.backoff.ms": "50"})

@@ -26,7 +26,8 @@ import numpy as np
 from ...protocol.compression import NONE
 from ...protocol.records.encoding import assemble_batch
 from ...protocol.records.fields import locate_fields
-from ...protocol.records.header import TIMESTAMP_TYPE_BIT, BatchHeader
+from ...protocol.records.errors import CorruptRecordsError
+from ...protocol.records.header import TIMESTAMP_TYPE_BIT, BatchHeader, crc_ok
 from ...protocol.records.parsing import records_section
 from .offset_map import OffsetMap, digests_of
 
@@ -104,6 +105,7 @@ class Decider:
     def map_batch(self, buf, pos: int, h: BatchHeader) -> bool:
         """Put the batch's keys in the map; False when the map is full (the pass ends before
         this batch)."""
+        _check(buf, pos, h)
         if h.is_control or self.is_aborted(h) or h.records_count <= 0:
             return self.map.try_put(*_EMPTY, h.last_offset)
         rec = Records(buf, pos, h)
@@ -121,6 +123,7 @@ class Decider:
     def filter_batch(self, buf, pos: int, h: BatchHeader, past_horizon: bool):
         """The batch as it should be written: the original bytes (unchanged), new bytes, or
         None (dropped)."""
+        _check(buf, pos, h)
         original = buf[pos:pos + h.size]
         if h.base_offset >= self.end_offset:
             return original
@@ -172,6 +175,12 @@ class Decider:
         if h.producer_id >= 0 and self.producer_last.get(h.producer_id) == h.last_offset:
             return _assemble(h, b"", 0, h.max_timestamp, NONE)
         return None
+
+
+def _check(buf, pos: int, h: BatchHeader) -> None:
+    # a rewritten batch gets a fresh CRC: never let one launder a corrupt batch
+    if not crc_ok(buf, pos, h):
+        raise CorruptRecordsError(f"batch at offset {h.base_offset} fails its CRC")
 
 
 _EMPTY = (np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64),

@@ -82,6 +82,9 @@ class LogCleanerManager:
         self.stats = CleanerStats()
         self._lock = threading.Lock()
         self._busy: set[tuple[str, int]] = set()
+        # partitions whose pass failed (a corrupt batch, an I/O error): skipped until restart,
+        # as Kafka's cleaner marks them uncleanable, instead of failing every backoff
+        self.uncleanable: set[tuple[str, int]] = set()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._workers: list[threading.Thread] = []
@@ -156,6 +159,8 @@ class LogCleanerManager:
             if p.deleted or not p.log.config.compact:
                 continue
             key = (p.topic, p.index)
+            if key in self.uncleanable:
+                continue
             c = cleanable(p.log, self.checkpoints.get(key), now, p.high_watermark)
             ratios[key] = c.ratio
             if key in self._busy or c.first_uncleanable <= c.first_dirty or not c.dirty_bytes:
@@ -196,12 +201,20 @@ class LogCleanerManager:
                 for v in group:          # no longer the log's: nothing on the loop reads them
                     v.segment.close()
                 return True
-            if pool is None:
-                stats = CleanPass(snap, offset_map, throttle=self.throttle).run(swap)
-            else:
-                stats = self._in_worker(pool, snap, swap)
-                if stats is None:
+            try:
+                if pool is None:
+                    stats = CleanPass(snap, offset_map, throttle=self.throttle).run(swap)
+                else:
+                    stats = self._in_worker(pool, snap, swap)
+                    if stats is None:
+                        return False
+            except Exception as e:
+                if self._stop.is_set():
                     return False
+                self.uncleanable.add(key)
+                log.error("cleaning %s-%d failed (%s); the partition is left uncleaned until "
+                          "the broker restarts (check its log files)", key[0], key[1], e)
+                return True
         finally:
             with self._lock:
                 self._busy.discard(key)
@@ -274,6 +287,9 @@ class CleanerCollector:
                                   value=s.bytes_read)
         yield CounterMetricFamily("gregor_log_cleaner_bytes_written",
                                   "Bytes written by the cleaner", value=s.bytes_written)
+        yield GaugeMetricFamily("gregor_log_cleaner_uncleanable_partitions",
+                                "Partitions skipped after a failed pass",
+                                value=len(self.m.uncleanable))
         yield GaugeMetricFamily("gregor_log_cleaner_last_pass_seconds",
                                 "Duration of the last pass", value=s.last_pass_seconds)
         g = GaugeMetricFamily("gregor_log_cleaner_dirty_ratio",

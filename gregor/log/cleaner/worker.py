@@ -144,9 +144,12 @@ class WorkerProcess:
             self.proc.stdin.write(_LEN.pack(len(data)) + data)
             self.proc.stdin.flush()
             head = _read_exactly(self.proc.stdout, _LEN.size)
-            return pickle.loads(_read_exactly(self.proc.stdout, _LEN.unpack(head)[0]))
+            out = pickle.loads(_read_exactly(self.proc.stdout, _LEN.unpack(head)[0]))
         except (OSError, EOFError) as e:
             raise WorkerGone(f"cleaner worker exited: {e}") from None
+        if isinstance(out, Exception):
+            raise out
+        return out
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -170,7 +173,11 @@ def main() -> None:
         except EOFError:
             return
         spec = pickle.loads(_read_exactly(stdin, _LEN.unpack(head)[0]))
-        result = pickle.dumps(run_spec(spec), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            out = run_spec(spec)
+        except Exception as e:          # handed to the broker, which names the partition
+            out = RuntimeError(f"{type(e).__name__}: {e}")
+        result = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.write(_LEN.pack(len(result)) + result)
         stdout.flush()
 
