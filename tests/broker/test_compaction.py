@@ -138,3 +138,32 @@ def test_a_corrupt_batch_marks_the_partition_uncleanable_and_the_broker_goes_on(
         r = await call(b, "Produce", 8, produce_body("bad", _kv(b"k", b"after")))
         assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
     run_broker(tmp_path, s, **{"log.cleaner.backoff.ms": "50"})
+
+
+def test_transaction_state_is_compacted_and_the_latest_state_survives(tmp_path):
+    init = {"transactional_id": "t", "transaction_timeout_ms": 60000}
+
+    async def first(b):
+        for _ in range(30):
+            r = await call(b, "InitProducerId", 4, init)
+            assert r["error_code"] == 0
+        await b.txn.coordinator.idle()
+        await committed(b)
+        parts = [p for p in b.replica_manager.partitions.values()
+                 if p.topic == "__transaction_state" and p.log.log_end_offset > 0]
+        assert len(parts) == 1 and parts[0].log.config.compact
+        p = parts[0]
+        p.log.roll()
+        before = p.log.size_bytes
+        b._start_cleaner(asyncio.get_running_loop())
+        b.cleaner.wake()
+        await _wait(lambda: b.cleaner.stats.passes >= 1)
+        assert p.log.size_bytes < before / 5
+        return r["producer_id"], r["producer_epoch"]
+
+    async def second(b):
+        r = await call(b, "InitProducerId", 4, init)
+        return r["producer_id"], r["producer_epoch"]
+    settings = {"log.cleaner.backoff.ms": "50", "transaction.state.log.num.partitions": "1"}
+    pid, epoch = run_broker(tmp_path, first, **settings)
+    assert run_broker(tmp_path, second, **settings) == (pid, epoch + 1)
