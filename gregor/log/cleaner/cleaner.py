@@ -172,11 +172,21 @@ def iter_batches(fd: int, size: int, start: int = 0, throttle=None):
         pos += p
 
 
+_last_yield = [0.0]
+
+
 def _yield_gil() -> None:
-    # The pass shares the interpreter with the event loop: without a release per batch the
-    # loop could wait a whole switch interval (5 ms) for the GIL, which is what produce p99
-    # would show. sleep(0) releases it and costs ~1 us.
-    time.sleep(0)
+    # On a thread the pass shares the interpreter with the event loop: without a release the
+    # loop could wait a whole switch interval (5 ms) for the GIL, which produce p99 would
+    # show. sleep(0) releases it but is a syscall (~50-80 us): at most once a millisecond.
+    now = time.perf_counter()
+    if now - _last_yield[0] > 0.001:
+        time.sleep(0)
+        _last_yield[0] = now
+
+
+def _no_yield() -> None:
+    pass
 
 
 @dataclass
@@ -193,7 +203,10 @@ class PassStats:
 class CleanPass:
     """Map the dirty section, then write and commit the cleaned groups."""
 
-    def __init__(self, snap: Snapshot, offset_map: OffsetMap, *, throttle=None):
+    def __init__(self, snap: Snapshot, offset_map: OffsetMap, *, throttle=None,
+                 shares_gil: bool = True):
+        # shares_gil=False: a worker process, where there is no event loop to yield to
+        self.yield_gil = _yield_gil if shares_gil else _no_yield
         self.snap = snap
         self.map = offset_map
         self.throttle = throttle
@@ -222,7 +235,7 @@ class CleanPass:
                     continue
                 if h.base_offset >= snap.first_uncleanable:
                     break
-                _yield_gil()
+                self.yield_gil()
                 if not d.map_batch(buf, p, h):
                     self.stats.map_full = True
                     break
@@ -263,7 +276,7 @@ class CleanPass:
         for v in group:
             past = v.max_timestamp < horizon
             for buf, p, h in iter_batches(v.fd, v.size, 0, self._throttle):
-                _yield_gil()
+                self.yield_gil()
                 kept = d.filter_batch(buf, p, h, past)
                 if kept is None:
                     continue

@@ -95,7 +95,7 @@ def run_spec(spec: PassSpec):
         written.append([v.base_offset for v in group])
         return True
     throttle = Throttler(spec.io_rate)
-    stats = CleanPass(snap, _MAP, throttle=throttle).run(keep)
+    stats = CleanPass(snap, _MAP, throttle=throttle, shares_gil=False).run(keep)
     return stats, written
 
 
