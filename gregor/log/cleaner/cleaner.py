@@ -296,13 +296,16 @@ class CleanPass:
                 f.write(TXN_ENTRY.pack(TXN_VERSION, e.producer_id, e.first_offset,
                                        e.last_offset, e.last_stable_offset))
             f.flush()
-            os.fsync(f.fileno())
+            if entries:
+                os.fdatasync(f.fileno())
         out.seal()
-        for fd in out.dup_fds():
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        # Only the data is made durable before the swap: each fsync forces a journal commit
+        # that stalls the broker's own writes for milliseconds (measured: produce p99 x5 with
+        # four per group). The index files are a cache that recovery checks and rebuilds, and
+        # an empty .txnindex carries nothing.
+        os.fdatasync(out.fd)
+        for fd in out.dup_fds()[1:]:
+            os.close(fd)
         fsync_dir(snap.directory)
         self.stats.segments_in += len(group)
         self.stats.segments_out += 1

@@ -54,10 +54,13 @@ def init_worker() -> None:
     broker's loop must win the CPU, or produce latency shows the pass) and make it die with
     the parent (Linux only; elsewhere a stray worker only writes .cleaned files, which
     recovery removes)."""
-    try:
-        os.nice(10)
+    try:      # SCHED_IDLE: any runnable broker thread preempts the worker at once
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (OSError, AttributeError):
-        pass
+        try:
+            os.nice(10)
+        except (OSError, AttributeError):
+            pass
     try:
         import ctypes
         import signal
