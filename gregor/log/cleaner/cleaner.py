@@ -25,7 +25,6 @@ import time
 from dataclasses import dataclass, field
 
 from ...protocol.records.header import LOG_OVERHEAD, entry_size, parse_header
-from ..recovery import fsync_dir
 from ..segment import SCAN_CHUNK, Segment
 from ..txn_index import _ENTRY as TXN_ENTRY, VERSION as TXN_VERSION, SUFFIX as TXN_SUFFIX
 from .decide import Decider
@@ -189,6 +188,10 @@ def _no_yield() -> None:
     pass
 
 
+_SYNC_RANGE = getattr(os, "sync_file_range", None)          # Linux only
+_SYNC_WRITE = getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
+
+
 @dataclass
 class PassStats:
     bytes_read: int = 0
@@ -306,14 +309,19 @@ class CleanPass:
         os.fdatasync(out.fd)
         for fd in out.dup_fds()[1:]:
             os.close(fd)
-        fsync_dir(snap.directory)
+        # the new names become durable with the directory fsync of the swap's commit point
         self.stats.segments_in += len(group)
         self.stats.segments_out += 1
         return out
 
     def _write(self, out: Segment, parts: list, headers: list) -> None:
         buf = b"".join(parts)
+        at = out.size
         out.append(buf, headers)
+        if _SYNC_RANGE is not None:
+            # start writing back as we go, so the final fdatasync (a journal commit that
+            # stalls the broker's own writes meanwhile) has little left to wait for
+            _SYNC_RANGE(out.fd, at, len(buf), _SYNC_WRITE)
         self.stats.bytes_written += len(buf)
         if self.throttle is not None:
             self.throttle(len(buf))

@@ -99,8 +99,8 @@ def commit_swap(directory: str, new: Segment, old: list[Segment], hook=None, *,
         s = _stem(directory, seg.base_offset)
         for ext in (LOG_SUFFIX, TXN_SUFFIX):
             _unlink(s + ext + DELETED)
-    if sync_dir:
-        fsync_dir(directory)
+    # no directory fsync here: should a power loss undo these last renames, recovery finds
+    # the committed .swap and finishes it again (one journal commit per group is enough)
 
 
 def _drop_empty_txn_index(stem: str) -> None:
