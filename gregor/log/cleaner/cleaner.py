@@ -189,7 +189,10 @@ def _no_yield() -> None:
 
 
 _SYNC_RANGE = getattr(os, "sync_file_range", None)          # Linux only
-_SYNC_WRITE = getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
+# write and wait: the data is on disk before the journal commit of the final fdatasync,
+# which then has no data of ours to wait for
+_SYNC_WRITE = (getattr(os, "SYNC_FILE_RANGE_WAIT_BEFORE", 0) | getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
+               | getattr(os, "SYNC_FILE_RANGE_WAIT_AFTER", 0))
 
 
 @dataclass
