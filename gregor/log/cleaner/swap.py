@@ -1,7 +1,8 @@
 """Putting a cleaned segment in place of the segments it replaces, crash-safely.
 
 The files of the segment being built end in `.cleaned` (`<base>.log.cleaned`, `.index.cleaned`,
-`.timeindex.cleaned`, `.txnindex.cleaned`); they are fsynced, then:
+`.timeindex.cleaned`, `.txnindex.cleaned`); the `.log` (and a non-empty `.txnindex`) is
+made durable (the index files are a cache that recovery checks and rebuilds), then:
 
 1. every `.cleaned` file is renamed to `.swap`, the `.log` last: that rename is the commit
    point (a `.log.swap` exists only once all the new files are complete and durable);
