@@ -4,6 +4,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from gregor.protocol.records.batch import decode_batches, encode_batch
 
 from .handler_harness import call, committed, create, fetch_body, fresp, produce_body, run_broker
@@ -20,7 +22,8 @@ async def _wait(pred, timeout=20.0):
         await asyncio.sleep(0.02)
 
 
-def test_cleaner_thread_compacts_a_topic_fetch_and_list_offsets_see_gaps(tmp_path):
+@pytest.mark.parametrize("process", ["true", "false"])
+def test_cleaner_thread_compacts_a_topic_fetch_and_list_offsets_see_gaps(tmp_path, process):
     async def s(b):
         await create(b, "table", configs={"cleanup.policy": "compact", "segment.bytes": 300,
                                           "min.cleanable.dirty.ratio": "0.01"})
@@ -53,7 +56,8 @@ def test_cleaner_thread_compacts_a_topic_fetch_and_list_offsets_see_gaps(tmp_pat
         assert (tmp_path / "cleaner-offset-checkpoint").read_text().startswith("0\n1\ntable 0 ")
         text = b.metrics.registry.get_sample_value("gregor_log_cleaner_passes_total")
         assert text is not None and text >= 1
-    run_broker(tmp_path, s, **{"log.cleaner.backoff.ms": "50"})
+    run_broker(tmp_path, s, **{"log.cleaner.backoff.ms": "50",
+                               "gregor.log.cleaner.process": process})
 
 
 def test_describe_and_alter_cleaner_configs(tmp_path):
