@@ -126,9 +126,11 @@ def recover_swaps(directory: str, config, now_ms: int) -> list[str]:
         return []
     notes = []
     names = os.listdir(directory)
-    for name in names:
-        if name.endswith(CLEANED):
-            _unlink(os.path.join(directory, name))
+    cleaned = [n for n in names if n.endswith(CLEANED)]
+    for name in cleaned:
+        _unlink(os.path.join(directory, name))
+    if cleaned:
+        notes.append(f"removed {len(cleaned)} file(s) of an unfinished cleaning pass")
     swaps = sorted(int(n.split(".")[0]) for n in names
                    if n.endswith(LOG_SUFFIX + SWAP) and n.split(".")[0].isdigit())
     for name in names:                  # index swaps of a pass that never committed
