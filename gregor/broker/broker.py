@@ -93,6 +93,7 @@ class Broker:
         self.groups = None               # the group coordinator service (group/service.py)
         # Cluster mode (zookeeper.connect set): membership, view of ZooKeeper, controller.
         self.cluster = None
+        self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -164,6 +165,7 @@ class Broker:
             log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._retention_loop()))
+        self._start_cleaner(loop)
         self.groups.load_existing()      # on the loop: loaded members' session timers start
         self.groups.start_timers()
         self.txn.start_timers()
@@ -201,6 +203,8 @@ class Broker:
             await self.server.close()
         for t in self._tasks:
             t.cancel()
+        if self.cleaner is not None:        # a pass in progress swaps through this loop
+            await asyncio.get_running_loop().run_in_executor(None, self.cleaner.stop)
         if self.txn is not None:
             self.txn.close()
         if self.groups is not None:
@@ -210,6 +214,35 @@ class Broker:
         rm.close_all()
         self.metrics.close()
         log.info("shutdown complete; logs flushed and closed cleanly")
+
+    def _start_cleaner(self, loop) -> None:
+        if not self.config.get("log.cleaner.enable"):
+            return
+        from ..log.cleaner.manager import CleanerCollector, LogCleanerManager
+
+        async def call(fn):
+            return fn()
+
+        def on_loop(fn):
+            fut = asyncio.run_coroutine_threadsafe(call(fn), loop)
+            while True:      # never wait forever on a loop that is shutting down
+                try:
+                    return fut.result(timeout=1.0)
+                except TimeoutError:
+                    if self.cleaner.stopping or loop.is_closed():
+                        fut.cancel()
+                        raise RuntimeError("broker is stopping") from None
+
+        cfg = self.config
+        self.cleaner = LogCleanerManager(
+            self.data_dir, lambda: list(self.replica_manager.partitions.values()), on_loop,
+            threads=int(cfg.get("log.cleaner.threads")),
+            dedupe_buffer_size=int(cfg.get("log.cleaner.dedupe.buffer.size")),
+            io_max_bytes_per_second=float(cfg.get("log.cleaner.io.max.bytes.per.second")),
+            backoff_ms=int(cfg.get("log.cleaner.backoff.ms")),
+            use_processes=bool(cfg.get("gregor.log.cleaner.process")))
+        self.metrics.registry.register(CleanerCollector(self.cleaner))
+        self.cleaner.start()
 
     async def _retention_loop(self) -> None:
         interval = max(0.1, int(self.config.get("log.retention.check.interval.ms")) / 1000.0)

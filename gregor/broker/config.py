@@ -55,7 +55,21 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("log.retention.hours", "int", 168, "Retention time."),
     _s("log.retention.bytes", "long", -1, "Retention size per partition (-1: unlimited)."),
     _s("log.retention.check.interval.ms", "long", 300000, "How often retention runs."),
-    _s("log.cleanup.policy", "list", "delete", "delete or compact (compaction not supported)."),
+    _s("log.cleanup.policy", "list", "delete", "delete, compact, or compact,delete."),
+    _s("log.cleaner.enable", "bool", True, "Run the log cleaner (compacted topics)."),
+    _s("log.cleaner.threads", "int", 1, "Cleaner threads."),
+    _s("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308,
+       "Bytes per second the cleaners read and write at most, together."),
+    _s("log.cleaner.dedupe.buffer.size", "long", 134217728,
+       "Memory of the cleaners' key maps, split between the threads; a pass whose keys do "
+       "not fit cleans in rounds."),
+    _s("log.cleaner.backoff.ms", "long", 15000, "Sleep when no log needs cleaning."),
+    _s("log.cleaner.delete.retention.ms", "long", 86400000,
+       "Default delete.retention.ms: how long tombstones and transaction markers stay."),
+    _s("log.cleaner.min.cleanable.ratio", "double", 0.5,
+       "Default min.cleanable.dirty.ratio."),
+    _s("log.cleaner.min.compaction.lag.ms", "long", 0, "Default min.compaction.lag.ms."),
+    _s("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Default max.compaction.lag.ms."),
     _s("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries."),
     _s("log.index.size.max.bytes", "int", 10485760, "Maximum offset-index size."),
     _s("log.flush.interval.messages", "long", LONG_MAX, "Messages between fsyncs."),
@@ -140,6 +154,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "Partitions this broker hosts at most (-1: derived from the open-file limit: each "
        "partition keeps ~3 descriptors open, and running out of descriptors would stop the "
        "broker from accepting connections). Topic creation past it gets POLICY_VIOLATION."),
+    _s("gregor.log.cleaner.process", "bool", True,
+       "Run each cleaner thread's passes in a worker process: cleaning is Python code, and on "
+       "a thread it would compete with the event loop for the GIL (produce latency shows it). "
+       "false = plain threads, as in Kafka."),
     _s("gregor.shutdown.timeout.ms", "long", 10000,
        "How long a graceful shutdown waits for in-flight requests."),
 ]}
@@ -149,7 +167,7 @@ TOPIC_SETTINGS: dict[str, tuple[str, str | None, Any]] = {
     # name: (type, broker synonym, default when no synonym)
     "cleanup.policy": ("list", "log.cleanup.policy", None),
     "compression.type": ("string", "compression.type", None),
-    "delete.retention.ms": ("long", None, 86400000),
+    "delete.retention.ms": ("long", "log.cleaner.delete.retention.ms", None),
     "file.delete.delay.ms": ("long", None, 60000),
     "flush.messages": ("long", "log.flush.interval.messages", None),
     "flush.ms": ("long", "log.flush.interval.ms", None),
@@ -170,9 +188,9 @@ TOPIC_SETTINGS: dict[str, tuple[str, str | None, Any]] = {
     "segment.jitter.ms": ("long", None, 0),
     "unclean.leader.election.enable": ("bool", "unclean.leader.election.enable", None),
     "message.downconversion.enable": ("bool", None, True),
-    "min.compaction.lag.ms": ("long", None, 0),
-    "max.compaction.lag.ms": ("long", None, LONG_MAX),
-    "min.cleanable.dirty.ratio": ("double", None, 0.5),
+    "min.compaction.lag.ms": ("long", "log.cleaner.min.compaction.lag.ms", None),
+    "max.compaction.lag.ms": ("long", "log.cleaner.max.compaction.lag.ms", None),
+    "min.cleanable.dirty.ratio": ("double", "log.cleaner.min.cleanable.ratio", None),
 }
 
 
@@ -416,6 +434,11 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, Any]:
         if k == "cleanup.policy" and any(p.strip() not in ("delete", "compact")
                                          for p in str(val).split(",")):
             raise ConfigError("cleanup.policy must be delete and/or compact")
+        if k == "min.cleanable.dirty.ratio" and not 0.0 <= val <= 1.0:
+            raise ConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
+        if k in ("delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms") \
+                and val < 0:
+            raise ConfigError(f"{k} must be at least 0, got {val}")
         if k in ("min.insync.replicas", "max.message.bytes", "segment.bytes") and val < 1:
             raise ConfigError(f"{k} must be at least 1, got {val}")
         out[k] = val

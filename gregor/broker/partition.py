@@ -20,7 +20,8 @@ log = logging.getLogger("gregor.broker.partition")
 LOG_SETTINGS = ("segment.bytes", "segment.ms", "retention.bytes", "retention.ms",
                 "flush.messages", "flush.ms", "index.interval.bytes", "segment.index.bytes",
                 "max.message.bytes",
-                "message.timestamp.type")
+                "message.timestamp.type", "cleanup.policy", "delete.retention.ms",
+                "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms")
 
 
 def log_config_for(topic_config: dict[str, Any]):

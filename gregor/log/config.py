@@ -56,6 +56,12 @@ class LogConfig:
     # Kafka flushes a rolled segment off the request path; so do we (a background thread
     # fsyncs it). Tests turn it off to make flush points deterministic.
     flush_rolled_in_background: bool = True
+    # Compaction (see gregor/log/cleaner/): cleanup.policy is "delete", "compact" or both.
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = _DAY_MS           # delete.retention.ms: tombstones' grace time
+    min_cleanable_dirty_ratio: float = 0.5       # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0               # min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX        # max.compaction.lag.ms
 
     def __post_init__(self) -> None:
         if not MIN_SEGMENT_BYTES <= self.segment_bytes <= MAX_SEGMENT_BYTES:
@@ -74,9 +80,23 @@ class LogConfig:
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise ValueError(f"message.timestamp.type must be one of {TIMESTAMP_TYPES}, "
                              f"got {self.message_timestamp_type!r}")
+        policies = {p.strip() for p in self.cleanup_policy.split(",") if p.strip()}
+        if not policies or not policies <= {"delete", "compact"}:
+            raise ValueError(f"cleanup.policy must be delete, compact or both, "
+                             f"got {self.cleanup_policy!r}")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise ValueError("min.cleanable.dirty.ratio must be in [0, 1]")
         if self.flush_policy not in (FLUSH_INLINE, FLUSH_GROUP):
             raise ValueError(f"log.flush.policy must be 'inline' or 'group', "
                              f"got {self.flush_policy!r}")
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
 
     @property
     def max_index_entries(self) -> int:
@@ -122,7 +142,8 @@ def _explicit_attrs(settings: Mapping[str, Any]) -> set[str]:
 
 
 _BOOL_ATTRS = {"producer_reject_unknown_sequence", "flush_rolled_in_background"}
-_STR_ATTRS = {"message_timestamp_type", "flush_policy"}
+_STR_ATTRS = {"message_timestamp_type", "flush_policy", "cleanup_policy"}
+_FLOAT_ATTRS = {"min_cleanable_dirty_ratio"}
 
 
 def _convert(attr: str, raw: Any, scale: int) -> Any:
@@ -131,7 +152,11 @@ def _convert(attr: str, raw: Any, scale: int) -> Any:
             return raw.strip().lower() in ("true", "1", "yes")
         return bool(raw)
     if attr in _STR_ATTRS:
+        if isinstance(raw, (list, tuple)):
+            return ",".join(str(r).strip() for r in raw)
         return str(raw)
+    if attr in _FLOAT_ATTRS:
+        return float(raw)
     value = int(raw)
     if value < 0:          # -1 means "unlimited" and must not be scaled
         return value
@@ -155,6 +180,10 @@ def _build_aliases() -> dict[str, tuple[str, int]]:
         "producer.reject.unknown.sequence": "producer_reject_unknown_sequence",
         "flush.rolled.in.background": "flush_rolled_in_background",
         "producer.id.expiration.ms": "producer_id_expiration_ms",
+        "cleanup.policy": "cleanup_policy", "delete.retention.ms": "delete_retention_ms",
+        "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+        "min.compaction.lag.ms": "min_compaction_lag_ms",
+        "max.compaction.lag.ms": "max_compaction_lag_ms",
     }
     for name, attr in topic_names.items():
         aliases[name] = (attr, 1)
@@ -172,6 +201,11 @@ def _build_aliases() -> dict[str, tuple[str, int]]:
         "log.index.size.max.bytes": ("segment_index_bytes", 1),
         "message.max.bytes": ("max_message_bytes", 1),
         "log.message.timestamp.type": ("message_timestamp_type", 1),
+        "log.cleanup.policy": ("cleanup_policy", 1),
+        "log.cleaner.delete.retention.ms": ("delete_retention_ms", 1),
+        "log.cleaner.min.cleanable.ratio": ("min_cleanable_dirty_ratio", 1),
+        "log.cleaner.min.compaction.lag.ms": ("min_compaction_lag_ms", 1),
+        "log.cleaner.max.compaction.lag.ms": ("max_compaction_lag_ms", 1),
     }
     aliases.update(broker_names)
     return aliases

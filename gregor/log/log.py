@@ -89,6 +89,9 @@ class Log:
         self._generation = 0            # bumped by truncation: stale SyncTickets are ignored
         self._dir_dirty = True          # files were created that no directory fsync covers
         self._closed = False
+        # ids of segments whose files the cleaner is swapping (cleaner/cleaner.py): retention
+        # leaves them, and every segment after them, for its next pass
+        self.swapping: set[int] = set()
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -474,7 +477,9 @@ class Log:
         if offset > self._log_start:
             self._log_start = offset
             self._persist_log_start()
-            self._delete_segments(self._segments_below_log_start())
+            doomed = self._segments_below_log_start()
+            if not any(id(s) in self.swapping for s in doomed):   # else retention does it
+                self._delete_segments(doomed)
         return self._log_start
 
     def _segments_below_log_start(self) -> list[Segment]:
@@ -491,12 +496,12 @@ class Log:
         hw = self.log_end_offset if high_watermark is None else high_watermark
         deletable: list[Segment] = []
         candidates = [s for s in self.segments if s.size > 0 and s.next_offset <= hw]
-        if cfg.retention_ms >= 0:
+        if cfg.retention_ms >= 0 and cfg.delete:
             for seg in candidates:
                 if self._largest_timestamp(seg) >= now - cfg.retention_ms:
                     break
                 deletable.append(seg)
-        if cfg.retention_bytes >= 0:
+        if cfg.retention_bytes >= 0 and cfg.delete:
             excess = self.size_bytes - cfg.retention_bytes - sum(s.size for s in deletable)
             for seg in candidates[len(deletable):]:
                 if excess - seg.size < 0:
@@ -504,7 +509,7 @@ class Log:
                 deletable.append(seg)
                 excess -= seg.size
         deletable += [s for s in self._segments_below_log_start() if s not in deletable]
-        if not deletable:
+        if not deletable or any(id(s) in self.swapping for s in deletable):
             return 0
         if any(s is self.segments[-1] for s in deletable):
             self.roll(now)      # the active segment itself expired: continue in a new one

@@ -8,9 +8,10 @@ Files besides the segments and snapshots:
   unclean stop, segments that end at or below it are trusted (their index files are loaded
   and only their tails are checked); the segment containing it and all later ones are scanned.
 - `log-start-offset`: decimal log start offset (moved by retention and DeleteRecords).
+- `compacted`: the log was cleaned once; gaps between batches are then not corruption.
 
 Recovery checks each batch's structure (magic, lengths), CRC-32C and offsets (each batch must
-start where the previous one ended, since gregor never compacts), truncates the segment at the
+start at or after where the previous one ended: compaction leaves gaps), truncates the segment at the
 first invalid or partial batch, deletes every later segment, rebuilds the indexes of scanned
 segments, and logs what was cut. The producer state is then rebuilt by the Log from its latest
 snapshot at or below the new log end plus a replay of the batches after it.
@@ -33,6 +34,9 @@ log = logging.getLogger("gregor.log")
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_OFFSET_FILE = "log-start-offset"
+# Written by the first cleaning of a log: from then on gaps between batches are expected,
+# even if the topic's cleanup.policy later becomes delete.
+COMPACTED_FILE = "compacted"
 
 
 @dataclass
@@ -113,13 +117,19 @@ def load_segments(directory: str, config: LogConfig, now_ms: int) -> LoadedLog:
     if recovery_point is None or recovery_point < 0:
         recovery_point = 0
 
+    from .cleaner.swap import recover_swaps
+    for problem in recover_swaps(directory, config, now_ms):
+        _note(report, problem)
     bases = _segment_bases(directory)
+    # a log that is or was compacted has gaps between batches and between segments
+    allow_gaps = config.compact or os.path.exists(os.path.join(directory, COMPACTED_FILE))
     segments: list[Segment] = []
     expected = None
     for i, base in enumerate(bases):
         seg = Segment(directory, base, index_interval=config.index_interval_bytes,
                       max_index_entries=config.max_index_entries, now_ms=now_ms)
-        if expected is not None and base != expected:
+        seg.allow_gaps = allow_gaps
+        if expected is not None and (base < expected or (base > expected and not allow_gaps)):
             _note(report, f"segment {base} does not continue the log at offset {expected}")
             seg.close()
             _delete_from(directory, config, bases[i:], report, now_ms)

@@ -73,25 +73,29 @@ class ScanResult:
 class Segment:
     __slots__ = ("dir", "base_offset", "log_path", "fd", "size", "next_offset",
                  "max_timestamp", "first_batch_timestamp", "created_ms", "offset_index",
-                 "time_index", "bytes_since_index", "max_index_entries", "index_interval")
+                 "time_index", "bytes_since_index", "max_index_entries", "index_interval",
+                 "allow_gaps")
 
     def __init__(self, directory: str, base_offset: int, *, index_interval: int,
-                 max_index_entries: int, now_ms: int):
+                 max_index_entries: int, now_ms: int, suffix: str = ""):
+        # suffix: ".cleaned" / ".swap" for the cleaner's files (see cleaner/swap.py)
         self.dir = directory
         self.base_offset = base_offset
         stem = os.path.join(directory, segment_name(base_offset))
-        self.log_path = stem + LOG_SUFFIX
+        self.log_path = stem + LOG_SUFFIX + suffix
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.first_batch_timestamp = -1
         self.created_ms = now_ms
-        self.offset_index = OffsetIndex(stem + INDEX_SUFFIX)
-        self.time_index = TimeIndex(stem + TIMEINDEX_SUFFIX)
+        self.offset_index = OffsetIndex(stem + INDEX_SUFFIX + suffix)
+        self.time_index = TimeIndex(stem + TIMEINDEX_SUFFIX + suffix)
         self.bytes_since_index = 0
         self.index_interval = index_interval
         self.max_index_entries = max_index_entries
+        # compacted segments have gaps between batches; elsewhere a gap means corruption
+        self.allow_gaps = False
 
     # -- opening -------------------------------------------------------------------------
 
@@ -155,7 +159,8 @@ class Segment:
 
     def scan(self, start: int, expected_offset: int, running_max: int, *, verify_crc: bool,
              add_index_entries: bool) -> ScanResult:
-        """Walk batches from byte `start`, whose first batch must begin at expected_offset.
+        """Walk batches from byte `start`, whose first batch must begin at expected_offset
+        (or after it, in a segment with allow_gaps: compaction leaves gaps, never overlaps).
 
         Stops at the first batch that is partial, malformed, fails its CRC (when verify_crc)
         or does not continue the offsets. With add_index_entries the index entries are
@@ -189,7 +194,8 @@ class Segment:
             except DecodeError as e:
                 error = f"malformed batch at byte {pos}: {e}"
                 break
-            if h.base_offset != expected_offset:
+            if h.base_offset < expected_offset or (h.base_offset != expected_offset
+                                                   and not self.allow_gaps):
                 error = (f"batch at byte {pos} has base offset {h.base_offset}, "
                          f"expected {expected_offset}")
                 break

@@ -1,0 +1,189 @@
+"""Running a pass's heavy part in a worker process.
+
+The cleaner's reading, hashing and filtering is Python code: on a thread it competes with the
+event loop for the GIL, which shows in produce latency. In a worker process (one per cleaner
+thread, started once as `python -m gregor.log.cleaner.worker`: forking a process with
+running threads is not safe, and multiprocessing's spawn would re-import the embedding
+program's main module) it runs on its own core. Requests and results are pickles framed by
+an 8-byte length on the worker's stdin and stdout. The worker gets a picklable description of the pass (paths,
+sizes, the snapshot's transaction and producer facts), writes every cleaned group's `.cleaned`
+files, and returns what it wrote; the broker then opens and swaps each group in on the event
+loop exactly as a thread pass does. The worker dies with the broker (PR_SET_PDEATHSIG on
+Linux), so a killed broker leaves no process writing into its directories.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from ..segment import Segment
+from .cleaner import CleanPass, SegmentView, Snapshot
+from .offset_map import OffsetMap
+from .swap import CLEANED
+
+_MAP: OffsetMap | None = None          # the worker's map, kept between passes
+
+
+@dataclass
+class PassSpec:
+    directory: str
+    config: object
+    first_dirty: int
+    first_uncleanable: int
+    segments: list[tuple]          # (base, next_offset, size, max_timestamp, txn entries)
+    aborted: list
+    producer_last: dict
+    now_ms: int
+    buffer_bytes: int
+    io_rate: float
+
+
+def spec_of(snap: Snapshot, buffer_bytes: int, io_rate: float) -> PassSpec:
+    return PassSpec(snap.directory, snap.config, snap.first_dirty, snap.first_uncleanable,
+                    [(v.base_offset, v.next_offset, v.size, v.max_timestamp, v.txn_entries)
+                     for v in snap.views], snap.aborted, snap.producer_last, snap.now_ms,
+                    buffer_bytes, io_rate)
+
+
+def init_worker() -> None:
+    """Lower the worker's CPU priority (cleaning is background work: on a small machine the
+    broker's loop must win the CPU, or produce latency shows the pass) and make it die with
+    the parent (Linux only; elsewhere a stray worker only writes .cleaned files, which
+    recovery removes)."""
+    try:      # SCHED_IDLE: any runnable broker thread preempts the worker at once
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (OSError, AttributeError):
+        try:
+            os.nice(10)
+        except (OSError, AttributeError):
+            pass
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)            # PR_SET_PDEATHSIG
+        if os.getppid() == 1:
+            os._exit(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def run_spec(spec: PassSpec):
+    """In the worker: the pass up to durable `.cleaned` files. Returns (stats, [group bases
+    in order, each a list of the replaced segments' base offsets])."""
+    global _MAP
+    from .manager import Throttler
+    if _MAP is None or _MAP.capacity != OffsetMap(spec.buffer_bytes).capacity:
+        _MAP = OffsetMap(spec.buffer_bytes)
+    views = []
+    try:
+        for base, nxt, size, max_ts, txn in spec.segments:
+            path = os.path.join(spec.directory, f"{base:020d}.log")
+            views.append(SegmentView(None, base, nxt, size, os.open(path, os.O_RDONLY), max_ts,
+                                     txn))
+    except FileNotFoundError:
+        for v in views:
+            os.close(v.fd)
+        return None, []             # retention removed a segment meanwhile: try again later
+    snap = Snapshot(spec.directory, spec.config, spec.first_dirty, spec.first_uncleanable,
+                    views, spec.aborted, spec.producer_last, spec.now_ms)
+    written = []
+
+    def keep(group, new):
+        new.close()
+        written.append([v.base_offset for v in group])
+        return True
+    throttle = Throttler(spec.io_rate)
+    stats = CleanPass(snap, _MAP, throttle=throttle, shares_gil=False).run(keep)
+    return stats, written
+
+
+def open_cleaned(directory: str, base: int, config) -> Segment | None:
+    """In the broker: the segment a worker wrote, ready to be swapped in; None when its
+    files do not check out (the group is then not swapped)."""
+    seg = Segment(directory, base, index_interval=config.index_interval_bytes,
+                  max_index_entries=config.max_index_entries, now_ms=0, suffix=CLEANED)
+    seg.allow_gaps = True
+    try:
+        seg.load_indexes()
+    except Exception:                   # index files are a cache: rebuild them from the log
+        if seg.recover(expected_offset=base).error is not None:
+            seg.close()
+            return None
+    seg.seal()
+    return seg
+
+
+_LEN = struct.Struct(">Q")
+
+
+class WorkerGone(RuntimeError):
+    """The worker process exited (killed by stop(), or it crashed)."""
+
+
+class WorkerProcess:
+    """One worker process, started on first use, restarted when it died."""
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen([sys.executable, "-m", "gregor.log.cleaner.worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+    def run(self, spec: PassSpec):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        data = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self.proc.stdin.write(_LEN.pack(len(data)) + data)
+            self.proc.stdin.flush()
+            head = _read_exactly(self.proc.stdout, _LEN.size)
+            out = pickle.loads(_read_exactly(self.proc.stdout, _LEN.unpack(head)[0]))
+        except (OSError, EOFError) as e:
+            raise WorkerGone(f"cleaner worker exited: {e}") from None
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _read_exactly(f, n: int) -> bytes:
+    out = f.read(n)
+    if out is None or len(out) < n:
+        raise EOFError("end of stream")
+    return out
+
+
+def main() -> None:
+    init_worker()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            head = _read_exactly(stdin, _LEN.size)
+        except EOFError:
+            return
+        spec = pickle.loads(_read_exactly(stdin, _LEN.unpack(head)[0]))
+        try:
+            out = run_spec(spec)
+        except Exception as e:          # handed to the broker, which names the partition
+            out = RuntimeError(f"{type(e).__name__}: {e}")
+        result = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+        stdout.write(_LEN.pack(len(result)) + result)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
