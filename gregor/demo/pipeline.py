@@ -284,6 +284,9 @@ def start_delay_query(spark: SparkSession, s: DemoSettings, airlines_pd, weather
     cells = delay_stats_stream(spark, s, airlines_pd, weather_pd)
     return (cells.writeStream.format("gregor").queryName("hourly-delays").options(**s.client)
             .option("topic", DELAYS_TOPIC).outputMode("append")
+            # each micro-batch in transactions the driver commits: a retried task or a
+            # replayed micro-batch (the restarts above) never duplicates a cell
+            .option("deliveryGuarantee", "exactly-once").option("transactionalIdPrefix", "gregor-demo")
             .option("checkpointLocation", str(s.checkpoints / "hourly-delays"))
             .trigger(availableNow=True).start())
 
@@ -291,7 +294,7 @@ def start_delay_query(spark: SparkSession, s: DemoSettings, airlines_pd, weather
 def start_parquet_query(spark: SparkSession, s: DemoSettings):
     """`flight-delays` -> Parquet, a second streaming query (exactly-once through the file sink)."""
     cells = (spark.readStream.format("gregor").options(**s.client).option("subscribe", DELAYS_TOPIC)
-             .option("startingOffsets", "earliest").load()
+             .option("startingOffsets", "earliest").option("kafka.isolation.level", "read_committed").load()
              .select(F.from_json(F.col("value").cast("string"), CELL_SCHEMA).alias("c")).select("c.*"))
     return (cells.writeStream.format("parquet").queryName("delays-to-parquet")
             .option("path", str(s.parquet))
@@ -300,6 +303,7 @@ def start_parquet_query(spark: SparkSession, s: DemoSettings):
 
 
 def read_cells(spark: SparkSession, s: DemoSettings) -> DataFrame:
-    """Batch read of `flight-delays` (the report's input)."""
-    return (spark.read.format("gregor").options(**s.client).option("subscribe", DELAYS_TOPIC).load()
+    """Batch read of `flight-delays` (the report's input): committed transactions only."""
+    return (spark.read.format("gregor").options(**s.client).option("subscribe", DELAYS_TOPIC)
+            .option("kafka.isolation.level", "read_committed").load()
             .select(F.from_json(F.col("value").cast("string"), CELL_SCHEMA).alias("c")).select("c.*"))

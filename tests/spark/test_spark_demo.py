@@ -32,6 +32,8 @@ def test_demo_runs_end_to_end_on_a_slice_twice(spark, tmp_path, bootstrap):
         assert run["flights_in_closed_windows"] + run["flights_in_open_windows"] == LIMIT
         assert 0 < run["flights_in_closed_windows"] <= LIMIT
         assert run["parquet_rows"] == run["delay_cells"] > 0
+        assert run["delivery"] == "exactly-once" and run["duplicate_cells"] == 0
+        assert "written exactly-once" in text
         if attempt == 0:
             first = run
         else:
