@@ -145,6 +145,18 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("zookeeper.connection.timeout.ms", "int", None,
        "How long to wait for the first ZooKeeper connection (unset: the session timeout)."),
     _s("broker.rack", "string", None, "Rack of this broker, registered in ZooKeeper."),
+    _s("replica.lag.time.max.ms", "long", 30000,
+       "A follower not caught up with its leader for this long leaves the ISR."),
+    _s("replica.fetch.wait.max.ms", "int", 500, "Longest a follower's fetch waits for data."),
+    _s("replica.fetch.min.bytes", "int", 1, "Bytes a follower's fetch waits for."),
+    _s("replica.fetch.max.bytes", "int", 1048576,
+       "Bytes a follower asks per partition (at least one batch is always returned)."),
+    _s("replica.fetch.response.max.bytes", "int", 10485760,
+       "Bytes a follower asks per fetch, over all partitions."),
+    _s("replica.fetch.backoff.ms", "int", 1000,
+       "Pause of a follower after a failed fetch (leader unreachable, an error)."),
+    _s("replica.socket.timeout.ms", "int", 30000,
+       "A follower gives up on a leader's answer after this long and reconnects."),
     # gregor's own settings (no Kafka equivalent).
     _s("gregor.fsync.acks.all", "bool", True,
        "acks=all produce requests are answered once their records are fsynced (group commit "

@@ -1,9 +1,15 @@
 """One partition on this broker: its log, high watermark, leader epoch and ISR.
 
-gregor runs one replica per partition, so this broker is always the leader and the ISR is
-[this broker]; the high watermark moves to the log end right after each append, as it does on a
-single-replica Kafka partition, so an acknowledged record is visible to consumers at once.
-`durable_offset` is the end of what is fsynced; with gregor.fsync.acks.all, acks=all
+A single-node broker (and a partition with one replica) is always the leader and the ISR is
+[this broker]: the high watermark moves to the log end right after each append, so an
+acknowledged record is visible to consumers at once.
+
+In a cluster the leader also tracks each follower (`FollowerState`, follower_state.py). The high
+watermark is the smallest log end among the in-sync replicas, counting a replica whose addition
+to the ISR is still being written to ZooKeeper (Kafka's "maximal ISR": a record counted as
+committed is on every replica that could be elected). Followers take the high watermark from the
+leader's fetch responses.
+`durable_offset` is the end of what is fsynced locally; with gregor.fsync.acks.all, acks=all
 producers wait for it too (see ReplicaManager's group commit).
 """
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections import deque
 from typing import Any
 
 from ..protocol.errors import ErrorCode, NotEnoughReplicasError
+from .follower_state import FollowerState
 
 log = logging.getLogger("gregor.broker.partition")
 
@@ -44,6 +51,12 @@ class Partition:
         self.replicas = [broker_id]
         self.deleted = False
         self.is_leader = True           # cluster mode: whether ZooKeeper names us the leader
+        self.leader_id = broker_id
+        self.state_zk_version = -1      # cluster mode: the state znode's version we acted on
+        self.followers: dict[int, FollowerState] = {}    # leader side, cluster mode
+        self.pending_isr: list[int] | None = None         # an ISR write under way
+        self.zk_state = None            # cluster mode: the partition state last acted on
+        self._leading_epoch: int | None = None            # the epoch make_leader set up
         # Everything the log recovered at start-up was on disk: committed and durable.
         self.high_watermark = log_.log_end_offset
         self.durable_offset = log_.log_end_offset
@@ -85,7 +98,7 @@ class Partition:
                 "produce with acks=1")
         info = self.log.append(
             data, timestamp_type="LogAppendTime" if self.log_append_time else "CreateTime",
-            now_ms=now_ms, check_sequence=origin == "client")
+            now_ms=now_ms, check_sequence=origin == "client", leader_epoch=self.leader_epoch)
         if not info.duplicate:
             self._uncommitted.append((info.last_offset + 1, len(data)))
             if self.manager is not None:
@@ -121,16 +134,109 @@ class Partition:
         return hw if fuo is None or fuo > hw else fuo
 
     def maybe_advance_high_watermark(self, upto: int | None = None) -> bool:
-        """Move the HW to `upto` (default: the log end), whose data is durable. True if it
-        moved."""
+        """Move the HW towards `upto` (default: the log end), never past what every member
+        of the (maximal) ISR has. True if it moved."""
         leo = self.log.log_end_offset if upto is None else min(upto, self.log.log_end_offset)
-        if leo <= self.high_watermark:
+        if self.followers:
+            if not self.is_leader:
+                return False                  # a follower's HW comes from its leader
+            for r in self.maximal_isr():
+                f = self.followers.get(r)
+                if f is not None and f.log_end_offset < leo:
+                    leo = f.log_end_offset
+        return self._set_high_watermark(leo)
+
+    def _set_high_watermark(self, hw: int) -> bool:
+        if hw <= self.high_watermark:
             return False
-        self.high_watermark = leo
+        self.high_watermark = hw
         unc = self._uncommitted
-        while unc and unc[0][0] <= leo:
+        while unc and unc[0][0] <= hw:
             self.committed_bytes += unc.popleft()[1]
         return True
+
+    # -- replication (cluster mode) --------------------------------------------------------
+
+    def maximal_isr(self) -> list[int]:
+        """The ISR plus replicas being added to it: whom the HW must wait for."""
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + [r for r in self.pending_isr if r not in self.isr]
+
+    def make_leader(self, epoch: int, isr: list[int], replicas: list[int], zk_version: int,
+                    now_ms: int) -> bool:
+        """ZooKeeper names this broker the leader at `epoch`. A new epoch begins at our log
+        end; followers' positions are unknown until they fetch, so the HW waits for them.
+        True if this starts a new leadership (a new epoch or a former follower)."""
+        new_epoch = not self.is_leader or self._leading_epoch != epoch
+        self._leading_epoch = epoch
+        self.is_leader = True
+        self.leader_id = self.broker_id
+        self.leader_epoch = epoch
+        self.isr = list(isr)
+        self.replicas = list(replicas)
+        self.state_zk_version = zk_version
+        if new_epoch:
+            self.pending_isr = None
+            self.log.leader_epochs.assign(epoch, self.log.log_end_offset)
+            self.followers = {r: FollowerState(now_ms) for r in replicas if r != self.broker_id}
+        self.maybe_advance_high_watermark()
+        return new_epoch
+
+    def make_follower(self, leader: int, epoch: int, isr: list[int], replicas: list[int],
+                      zk_version: int) -> bool:
+        """ZooKeeper names another broker (or none, -1) the leader. True if the leader or
+        its epoch changed (the fetcher must then check for divergence again)."""
+        changed = self.is_leader or leader != self.leader_id or epoch != self.leader_epoch
+        self._leading_epoch = None
+        self.is_leader = False
+        self.leader_id = leader
+        self.leader_epoch = epoch
+        self.isr = list(isr)
+        self.replicas = list(replicas)
+        self.state_zk_version = zk_version
+        self.pending_isr = None
+        # The leader's bookkeeping is dropped; the one marker entry keeps
+        # maybe_advance_high_watermark from moving our HW to our own log end.
+        self.followers = {-1: FollowerState(0)}
+        return changed
+
+    def append_as_follower(self, data) -> None:
+        """Batches replicated from the leader, offsets and leader epochs as the leader wrote
+        them (the log refuses batches that do not continue it). Producer state and the
+        aborted-transaction index are rebuilt from them, so a follower that becomes leader
+        still recognises an idempotent producer's retry."""
+        info = self.log.append(data, assign_offsets=False)
+        self._uncommitted.append((info.last_offset + 1, len(data)))
+        if self.manager is not None:
+            self.manager.appended(self, sync=False)
+
+    def update_follower(self, replica: int, fetch_offset: int, now_ms: int) -> bool:
+        """A follower fetched from fetch_offset (its log end). True if the HW moved."""
+        f = self.followers.get(replica)
+        if f is None or not self.is_leader:
+            return False
+        f.update(fetch_offset, self.log.log_end_offset, now_ms)
+        return self.maybe_advance_high_watermark()
+
+    def follower_high_watermark(self, leader_hw: int) -> bool:
+        """On a follower: the leader's HW, capped by what we have. True if it moved."""
+        return self._set_high_watermark(min(leader_hw, self.log.log_end_offset))
+
+    def isr_change(self, now_ms: int, lag_ms: int) -> list[int] | None:
+        """The ISR this leader should write, or None: followers not caught up for lag_ms
+        leave it; followers out of it rejoin once they hold everything up to the HW and
+        have reached this epoch's start (Kafka's isFollowerInSync)."""
+        if not self.is_leader or self.pending_isr is not None or not self.followers:
+            return None
+        keep = [r for r in self.isr if r == self.broker_id or
+                (r in self.followers and now_ms - self.followers[r].last_caught_up_ms <= lag_ms)]
+        epoch_start = self.log.leader_epochs.start_offset_of_latest()
+        for r, f in self.followers.items():
+            if (r not in keep and r in self.replicas and f.log_end_offset >= self.high_watermark
+                    and f.log_end_offset >= epoch_start):
+                keep.append(r)
+        return None if sorted(keep) == sorted(self.isr) else keep
 
     def mark_durable(self, offset: int) -> bool:
         """Everything below offset is fsynced. True if that moved the durable offset."""

@@ -82,6 +82,10 @@ class ReplicaManager:
         wait for it to be durable (acks=0/1)."""
         if partition.maybe_advance_high_watermark():
             self.notify(partition)
+        elif partition.followers:
+            # replicated: the HW waits for the followers, whose parked fetches want the
+            # new records now
+            self.fetch_purgatory.check_and_complete(partition.key)
         if not self.fsync_acks_all:
             return
         self._dirty[partition] = None

@@ -34,9 +34,11 @@ from ..protocol.errors import (CorruptMessageError, KafkaStorageError, MessageTo
                                OffsetOutOfRangeError, RecordListTooLargeError)
 from ..protocol.primitives import DecodeError
 from ..protocol.records.header import (BatchHeader, TIMESTAMP_TYPE_BIT, parse_header,
-                                       set_base_offset, set_log_append_time)
+                                       set_base_offset, set_log_append_time,
+                                       set_partition_leader_epoch)
 from .config import FLUSH_INLINE, LogConfig
 from .flush import SyncTicket, dup_dir_fd
+from .leader_epoch import LeaderEpochCache
 from .producer_state import ProducerStateManager
 from .recovery import (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, RecoveryReport,
                        load_segments, mark_clean_shutdown, write_checkpoint)
@@ -82,6 +84,7 @@ class Log:
         self._producers = ProducerStateManager(
             directory, reject_unknown_sequence=config.producer_reject_unknown_sequence)
         self.txn_index = TxnIndex(directory)
+        self.leader_epochs = LeaderEpochCache(directory)
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
         self._background: list[threading.Thread] = []
@@ -110,6 +113,8 @@ class Log:
                         "%d", directory, self.log_end_offset, self._log_start, self._log_start)
             self.truncate_fully(self._log_start)
         self.txn_index.load(self._bases, self.log_end_offset)
+        # recovery may have cut a torn tail the checkpoint already named an epoch for
+        self.leader_epochs.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state(clean=loaded.report.clean)
         self._persist_log_start()
         self._persist_recovery_point(force=True)
@@ -188,7 +193,8 @@ class Log:
         return out
 
     def append(self, data, *, assign_offsets: bool = True, timestamp_type: str | None = None,
-               now_ms: int | None = None, check_sequence: bool = True) -> AppendInfo:
+               now_ms: int | None = None, check_sequence: bool = True,
+               leader_epoch: int | None = None) -> AppendInfo:
         """Append one or more v2 batches (already validated by the caller).
 
         With assign_offsets (a client's produce) the log assigns offsets (a bytearray passed in
@@ -196,7 +202,10 @@ class Log:
         only) and enforces the producer-state rules; without
         (replication) the batches must continue the log at log_end_offset. timestamp_type
         defaults to the config's message.timestamp.type. check_sequence=False (a coordinator's
-        own write for a producer) keeps the epoch rules but not the sequence ones."""
+        own write for a producer) keeps the epoch rules but not the sequence ones.
+        leader_epoch (a leader's append) is stamped into every batch as its
+        partition_leader_epoch (outside the CRC); replicated batches keep theirs. Either way
+        the leader epoch cache learns where each epoch began."""
         now = self._clock() if now_ms is None else now_ms
         ts_type = timestamp_type or self.config.message_timestamp_type
         stamp = ts_type == "LogAppendTime" and assign_offsets
@@ -209,6 +218,8 @@ class Log:
         else:
             buf, in_place = data, False
         batches = self._parse_batches(buf)
+        # bytes are not copied for the epoch either: the segment writes it from the header
+        stamp_epoch = leader_epoch is not None and assign_offsets
         if len(buf) > self.config.segment_bytes:
             raise RecordListTooLargeError(f"{len(buf)} bytes of batches exceed segment.bytes = "
                                           f"{self.config.segment_bytes}")
@@ -227,7 +238,11 @@ class Log:
             if assign_offsets:
                 if in_place:
                     set_base_offset(buf, pos, next_offset)
+                    if stamp_epoch:
+                        set_partition_leader_epoch(buf, pos, leader_epoch)
                 h.base_offset = next_offset
+                if stamp_epoch:
+                    h.partition_leader_epoch = leader_epoch
             elif h.base_offset != next_offset:
                 raise AppendOffsetError(f"replicated batch at offset {h.base_offset} does not "
                                         f"continue the log at {next_offset}; truncate first")
@@ -254,6 +269,10 @@ class Log:
         if has_control:
             self._index_aborts(seg, buf, batches, replay=False)
         producers.commit(staged)
+        epochs = self.leader_epochs
+        for h in headers:
+            if h.partition_leader_epoch > epochs.latest_epoch:
+                epochs.assign(h.partition_leader_epoch, h.base_offset)
         records = next_offset - headers[0].base_offset
         self._unflushed_messages += records
         if self.config.flush_policy == FLUSH_INLINE:
@@ -563,6 +582,7 @@ class Log:
             self._recovery_point = min(self._recovery_point, leo)
             self._persist_recovery_point_locked()
         self.txn_index.truncate_to(leo)
+        self.leader_epochs.truncate_from_end(leo)
         self._rebuild_producer_state(clean=True)
 
     def truncate_fully(self, new_start: int) -> None:
@@ -574,6 +594,7 @@ class Log:
             seg.delete()
         self._producers.delete_all_snapshots()
         self._producers.clear()
+        self.leader_epochs.clear()
         seg = Segment(self.dir, new_start, index_interval=self.config.index_interval_bytes,
                       max_index_entries=self.config.max_index_entries, now_ms=self._clock())
         seg.open_indexes_for_append()

@@ -31,6 +31,7 @@ SCAN_CHUNK = 1 << 20
 # pwritev takes at most IOV_MAX buffers per call (1024 on Linux).
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
 _BASE_OFFSET = struct.Struct(">q")
+_HEAD16 = struct.Struct(">qii")     # base offset, batch length, partition leader epoch
 
 
 def _pwrite_all(fd: int, parts: list, at: int, total: int) -> None:
@@ -247,8 +248,9 @@ class Segment:
 
     def append(self, buf, headers: list[BatchHeader], *, offsets_in_buf: bool = True) -> None:
         """Write buf (whole batches) at the end of the segment. With offsets_in_buf=False the
-        base offsets in buf are stale and each header's base_offset is written in their
-        place on the way out, so an immutable bytes buffer is never copied."""
+        base offsets (and partition leader epochs) in buf are stale and each header's are
+        written in their place on the way out, so an immutable bytes buffer is never
+        copied."""
         # write first: if the disk fails, nothing in memory has moved and the next append
         # overwrites whatever part of this one reached the file
         total = len(buf)
@@ -258,8 +260,10 @@ class Segment:
             view, parts, at = memoryview(buf), [], 0
             for h in headers:
                 size = h.batch_length + LOG_OVERHEAD
-                parts.append(_BASE_OFFSET.pack(h.base_offset))
-                parts.append(view[at + 8:at + size])
+                # base offset, length and partition leader epoch all lie before the CRC
+                parts.append(_HEAD16.pack(h.base_offset, h.batch_length,
+                                          h.partition_leader_epoch))
+                parts.append(view[at + 16:at + size])
                 at += size
             _pwrite_all(self.fd, parts, self.size, total)
         pos = self.size

@@ -8,6 +8,12 @@ than its limits. When fewer than min_bytes are available and max_wait_ms > 0, a 
 waits, woken whenever a watched partition's high watermark moves, until enough bytes have been
 committed or the wait ends; then the partitions are read again.
 
+A fetch with a replica_id (a follower of this partition's leader, cluster mode) reads up to the
+log end instead, tells the leader how far that follower has come (which may move the high
+watermark and complete acks=all produces), and waits in the purgatory for any new append.
+Fetch v9+ carries the leader epoch the fetcher believes current: an older one is answered
+FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (KIP-320), for consumers and followers.
+
 Fetch v0-v3 predate record batches: their readers get the data down-converted to magic 0
 (v0-v1) or magic 1 (v2-v3) message sets. Fetch sessions (v7+) are not kept: every response
 carries session_id 0, which tells clients to keep sending full fetch requests.
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..purgatory import DelayedOperation
@@ -28,10 +35,12 @@ INT32_MAX = (1 << 31) - 1
 
 
 class PartitionFetch:
-    __slots__ = ("topic", "partition", "offset", "max_bytes", "partition_obj", "snapshot")
+    __slots__ = ("topic", "partition", "offset", "max_bytes", "partition_obj", "snapshot",
+                 "leader_epoch")
 
-    def __init__(self, topic, partition, offset, max_bytes, partition_obj):
+    def __init__(self, topic, partition, offset, max_bytes, partition_obj, leader_epoch=-1):
         self.topic = topic
+        self.leader_epoch = leader_epoch
         self.partition = partition
         self.offset = offset
         self.max_bytes = max_bytes
@@ -52,23 +61,52 @@ def handle(broker, ctx, request):
         for pt in t["partitions"]:
             fetches.append(PartitionFetch(name, pt["partition"], pt["fetch_offset"],
                                           max(0, pt["partition_max_bytes"]),
-                                          rm.get(name, pt["partition"])))
+                                          rm.get(name, pt["partition"]),
+                                          pt.get("current_leader_epoch", -1)))
     max_bytes = request["max_bytes"] if version >= 3 else INT32_MAX
     max_bytes = min(max(0, max_bytes), int(broker.config.get("fetch.max.bytes")))
     read_committed = request.get("isolation_level", 0) == 1
-    body, nbytes, errors = read_partitions(broker, fetches, version, max_bytes, read_committed)
+    replica = request.get("replica_id", -1)
+    if replica >= 0:
+        read_committed = False
+        _follower_fetched(broker, replica, fetches)
+    body, nbytes, errors = read_partitions(broker, fetches, version, max_bytes, read_committed,
+                                           replica)
     min_bytes = request["min_bytes"]
     if request["max_wait_ms"] <= 0 or not fetches or nbytes >= min_bytes or errors:
         return body
     fut = asyncio.get_running_loop().create_future()
     op = DelayedFetch(request["max_wait_ms"], broker, fetches, version, max_bytes,
-                      read_committed, min_bytes, nbytes, fut)
+                      read_committed, min_bytes, nbytes, fut, replica)
     if rm.fetch_purgatory.try_complete_else_watch(op, [(f.topic, f.partition) for f in fetches]):
         return fut  # completed between the read and the watch (cannot happen on one thread)
     return fut
 
 
-def read_partitions(broker, fetches, version: int, max_bytes: int, read_committed: bool):
+def _follower_fetched(broker, replica: int, fetches) -> None:
+    """A follower's fetch offsets are its log ends: the leader's view of it moves, and with
+    it maybe the high watermark (waking acks=all produces and consumers)."""
+    rm = broker.replica_manager
+    now_ms = int(time.time() * 1000)
+    for f in fetches:
+        p = f.partition_obj
+        if p is None or not p.is_leader or _epoch_error(p, f.leader_epoch):
+            continue
+        if p.update_follower(replica, f.offset, now_ms):
+            rm.notify(p)
+        if replica not in p.isr and broker.cluster is not None:
+            broker.cluster.check_isr(p)       # caught up again? back into the ISR at once
+
+
+def _epoch_error(p, leader_epoch: int) -> int:
+    if leader_epoch < 0 or leader_epoch == p.leader_epoch:
+        return ErrorCode.NONE
+    return (ErrorCode.FENCED_LEADER_EPOCH if leader_epoch < p.leader_epoch
+            else ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+
+def read_partitions(broker, fetches, version: int, max_bytes: int, read_committed: bool,
+                    replica: int = -1):
     """(response body, bytes of records read, whether any partition had an error)."""
     rm = broker.replica_manager
     remaining = max_bytes
@@ -85,12 +123,17 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
                "preferred_read_replica": -1, "records": b""}
         topics.setdefault(f.topic, []).append(out)
         if broker.cluster is not None and (p is None or not p.is_leader):
-            # Followers do not fetch yet (next slice): only the leader serves reads.
+            # Only the leader serves reads, to consumers and followers alike.
             out["error_code"] = broker.cluster.partition_error(f.topic, f.partition)
             errors = True
             continue
         if p is None:
             out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            errors = True
+            continue
+        code = _epoch_error(p, f.leader_epoch)
+        if code:
+            out["error_code"] = code
             errors = True
             continue
         hw = p.high_watermark
@@ -100,7 +143,7 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
         out["last_stable_offset"] = lso
         out["log_start_offset"] = log_.log_start_offset
         # read_committed readers stop at the LSO (nothing of an open transaction)
-        end = lso if read_committed else hw
+        end = log_.log_end_offset if replica >= 0 else lso if read_committed else hw
         try:
             if f.offset < log_.log_start_offset or f.offset > log_.log_end_offset:
                 out["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -166,8 +209,9 @@ class DelayedFetch(DelayedOperation):
     """A fetch waiting for min_bytes of newly committed data in any of its partitions."""
 
     def __init__(self, timeout_ms, broker, fetches, version, max_bytes, read_committed,
-                 min_bytes, bytes_read, future):
+                 min_bytes, bytes_read, future, replica=-1):
         super().__init__(timeout_ms)
+        self.replica = replica
         self.broker = broker
         self.fetches = fetches
         self.version = version
@@ -190,6 +234,10 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()      # leadership moved: answer with the error
             if f.offset > p.log.log_end_offset or f.offset < p.log.log_start_offset:
                 return self.force_complete()      # now out of range: answer with the error
+            if self.replica >= 0:
+                if p.log.log_end_offset > f.offset or _epoch_error(p, f.leader_epoch):
+                    return self.force_complete()  # a follower wants any append at once
+                continue
             if self.read_committed:
                 # bytes are counted below the HW; what a read_committed reader may take
                 # is bounded by the LSO: answer as soon as anything stable is there
@@ -206,7 +254,7 @@ class DelayedFetch(DelayedOperation):
             return
         try:
             body, _, _ = read_partitions(self.broker, self.fetches, self.version,
-                                         self.max_bytes, self.read_committed)
+                                         self.max_bytes, self.read_committed, self.replica)
         except Exception as e:  # surfaces as a closed connection with a logged error
             self.future.set_exception(e)
             return

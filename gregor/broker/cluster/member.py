@@ -4,10 +4,17 @@ Join: connect to ZooKeeper, agree on the cluster id (meta.properties must match 
 refuse a broker.id another live session holds, open the logs, listen, then register the
 ephemeral /brokers/ids/<id> with the really bound port.
 
-Propagation choice for this slice: every broker watches ZooKeeper directly (brokers, controller,
-topics, partition states) and re-reads the whole tree when anything changes; the controller
-does not push LeaderAndIsr / UpdateMetadata yet. One debounced refresh at a time keeps it
-cheap; the push protocol replaces it when followers start fetching.
+Propagation: every broker watches ZooKeeper directly (brokers, controller, topics, partition
+states) and re-reads the whole tree when anything changes, instead of waiting for the
+controller's LeaderAndIsr / UpdateMetadata pushes; one debounced refresh at a time keeps it
+cheap. From each partition state it learns whether it leads (and starts tracking followers)
+or follows (and hands the partition to the fetcher of its leader, replica_fetcher.py).
+
+A leader maintains its partitions' ISR as Kafka's ZooKeeper-mode leaders did before
+AlterPartition: every replica.lag.time.max.ms / 2 it drops followers not caught up within the
+lag time, and when a follower catches up it adds it back, each time writing the partition
+state conditioned on the zkVersion it read (so a controller's concurrent election wins and the
+leader learns of it from the watch).
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from .assignment import AssignmentError, assign_replicas
 from .controller import Controller
 from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
 from .producer_ids import ClusterProducerIds
+from .replica_fetcher import ReplicaFetcherManager
 
 log = logging.getLogger("gregor.broker.cluster")
 
@@ -57,6 +65,10 @@ class ClusterMember:
         self._refresh_lock = asyncio.Lock()
         self._auto_creating: set[str] = set()
         self.refreshes = 0
+        self.fetchers = ReplicaFetcherManager(broker, self._endpoint)
+        self._isr_task: asyncio.Task | None = None
+        self._isr_writes: set[tuple[str, int]] = set()
+        self.isr_writes = 0               # ISR changes this broker wrote, for tests and logs
 
     # -- joining ---------------------------------------------------------------------------
 
@@ -111,6 +123,7 @@ class ClusterMember:
         self.store.on_change = self.request_refresh
         self.store.on_session = self._on_session
         await self.refresh_now()
+        self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop())
 
     async def _register(self) -> None:
         b = self.broker
@@ -131,6 +144,9 @@ class ClusterMember:
             await self.store.resign(self.broker_id)
         if self._refreshing is not None:
             self._refreshing.cancel()
+        if self._isr_task is not None:
+            self._isr_task.cancel()
+        await self.fetchers.close()
         await self.store.close()      # ends the session: our ephemeral nodes go at once
 
     # -- following ZooKeeper ---------------------------------------------------------------
@@ -200,13 +216,11 @@ class ClusterMember:
                 if part is None:
                     part = b._open_partition(name, p, cfg)
                 state = view.states.get(p)
-                part.replicas = list(view.assignment.partitions[p])
-                was = part.is_leader
-                part.is_leader = state is not None and state.leader == me
-                if state is not None:
-                    part.leader_epoch = state.leader_epoch
-                if was and not part.is_leader:
-                    rm.notify(part)      # waiting fetches answer (and now fail) at once
+                replicas = list(view.assignment.partitions[p])
+                if state is None:
+                    part.replicas = replicas
+                    continue
+                self._apply_state(part, state, replicas)
         for part in list(rm.partitions.values()):
             view = snap.topics.get(part.topic)
             if view is None:
@@ -214,7 +228,93 @@ class ClusterMember:
                 # per-broker group and transaction coordinators' logs, for now).
                 part.is_leader = part.topic.startswith("__")
             elif me not in view.assignment.partitions.get(part.index, ()):
-                part.is_leader = False
+                if part.is_leader:
+                    part.is_leader = False
+                    rm.notify(part)
+                self.fetchers.unfollow(part.key)
+
+    def _apply_state(self, part, state: z.PartitionState, replicas: list[int]) -> None:
+        """Lead or follow as the partition's state in ZooKeeper says."""
+        rm = self.broker.replica_manager
+        if state.leader == self.broker_id:
+            was_leader = part.is_leader
+            if part.make_leader(state.leader_epoch, state.isr, replicas, state.zk_version,
+                                int(time.time() * 1000)):
+                self.fetchers.unfollow(part.key)
+                log.info("%s-%d: leader at epoch %d (ISR %s, log end %d, HW %d)", part.topic,
+                         part.index, state.leader_epoch, state.isr, part.log.log_end_offset,
+                         part.high_watermark)
+            part.zk_state = state
+            if was_leader:
+                rm.notify(part)           # an ISR change may complete acks=all produces
+            return
+        was_leader = part.is_leader
+        changed = part.make_follower(state.leader, state.leader_epoch, state.isr, replicas,
+                                     state.zk_version)
+        part.zk_state = state
+        if was_leader:
+            rm.notify(part)      # waiting fetches and produces answer (and now fail) at once
+        if changed or self.fetchers.following(part.key) != state.leader:
+            log.info("%s-%d: follower of broker %d at epoch %d (log end %d)", part.topic,
+                     part.index, state.leader, state.leader_epoch, part.log.log_end_offset)
+            self.fetchers.follow(part, state.leader, state.leader_epoch)
+
+    def _endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        info = self.snapshot.brokers.get(broker_id)
+        return None if info is None else (info.host, info.port)
+
+    # -- the ISR of the partitions this broker leads ---------------------------------------
+
+    async def _isr_loop(self) -> None:
+        lag_ms = int(self.broker.config.get("replica.lag.time.max.ms"))
+        while not self._closed:
+            await asyncio.sleep(max(0.05, lag_ms / 2000.0))
+            try:
+                self.check_isr()
+            except Exception:
+                log.exception("ISR check failed")
+
+    def check_isr(self, only=None) -> None:
+        """Start an ISR write for every led partition (or only `only`) whose ISR should
+        change."""
+        if not self._registered or not self.store.connected:
+            return               # a leader cut off from ZooKeeper changes nothing
+        lag_ms = int(self.broker.config.get("replica.lag.time.max.ms"))
+        now_ms = int(time.time() * 1000)
+        parts = [only] if only is not None else self.broker.replica_manager.partitions.values()
+        for part in parts:
+            if not part.is_leader or part.key in self._isr_writes or part.zk_state is None:
+                continue
+            new = part.isr_change(now_ms, lag_ms)
+            if new is not None:
+                self._isr_writes.add(part.key)
+                asyncio.get_running_loop().create_task(self._write_isr(part, new))
+
+    async def _write_isr(self, part, isr: list[int]) -> None:
+        old = part.zk_state
+        state = z.PartitionState(self.broker_id, old.leader_epoch, isr, old.controller_epoch,
+                                 old.zk_version)
+        part.pending_isr = isr
+        try:
+            version = await self.store.update_isr(part.topic, part.index, state)
+        except Exception as e:
+            part.pending_isr = None
+            log.info("%s-%d: ISR change to %s not written (%s); re-reading the state",
+                     part.topic, part.index, isr, e)
+            self.request_refresh()
+            return
+        finally:
+            self._isr_writes.discard(part.key)
+        part.pending_isr = None
+        if part.is_leader and part.leader_epoch == old.leader_epoch:
+            log.info("%s-%d: ISR %s -> %s", part.topic, part.index, old.isr, isr)
+            state.zk_version = version
+            part.zk_state = state
+            part.isr = list(isr)
+            part.state_zk_version = version
+            self.isr_writes += 1
+            part.maybe_advance_high_watermark()
+            self.broker.replica_manager.notify(part)
 
     # -- what handlers ask -----------------------------------------------------------------
 

@@ -340,6 +340,20 @@ class MetadataStore:
             raise Conflict("a partition state changed meanwhile")
         _raise_first(results)
 
+    # -- a leader's ISR changes (fenced by the state's zkVersion) ---------------------------
+
+    async def update_isr(self, topic: str, partition: int, state: z.PartitionState) -> int:
+        """A partition leader's ISR change, conditioned on the state's zkVersion it was
+        computed from (state.zk_version): Kafka's ZooKeeper-mode leaders wrote the ISR
+        themselves this way, racing the controller only through that version. Returns the
+        new zkVersion; Conflict when the state moved on (a new leader, epoch or ISR)."""
+        try:
+            stat = await self._wait(self.client.set_async(
+                z.state_path(topic, partition), state.encode(), version=state.zk_version))
+        except BadVersionError:
+            raise Conflict(f"the state of {topic}-{partition} changed meanwhile") from None
+        return stat.version
+
     # -- producer ids ----------------------------------------------------------------------
 
     async def allocate_producer_ids(self, broker_id: int, size: int) -> z.ProducerIdBlock:

@@ -25,6 +25,7 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _LEN = struct.Struct(">qi")
 
@@ -140,6 +141,11 @@ def iter_headers(buf):
 def set_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
     """Assign offsets in place. base_offset is outside the CRC, so the CRC stays valid."""
     _BASE_OFFSET.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
+    """Stamp the leader epoch a leader appended the batch in (outside the CRC too)."""
+    _I32.pack_into(buf, pos + 12, epoch)
 
 
 def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp_ms: int) -> None:

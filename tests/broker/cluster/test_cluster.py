@@ -1,7 +1,7 @@
 """Three broker processes on a real ZooKeeper: registration, controller election and failover,
 topic creation through real admin clients, Metadata on every broker, produce and consume on
-partition leaders spread over the brokers. Replication itself (followers fetching) is the next
-slice: these tests use acks=1 and read from leaders only."""
+partition leaders spread over the brokers. Replication (followers, ISR, acks=all, failover
+without loss) has its own tests in test_replication.py."""
 from __future__ import annotations
 
 import time
@@ -366,7 +366,9 @@ def test_paused_controller_is_replaced_then_steps_down_and_rejoins(zk_connect, t
 
 def test_restarted_broker_rejoins_and_offline_partition_comes_back(zk_connect, tmp_path):
     with BrokerCluster(tmp_path, zk_connect, size=2) as c:
-        c.wait_for(lambda: c.controller_id() != -1, what="a controller")
+        # the assignment names broker 1: the controller must already see it registered
+        c.wait_for(lambda: c.controller_id() != -1 and len(c.registered()) == 2,
+                   what="a controller and both brokers registered")
         with WireClient(c.by_id(c.controller_id()).port) as w:
             r = w.request("CreateTopics", 4, {"topics": [{
                 "name": "solo", "num_partitions": -1, "replication_factor": -1,
@@ -432,26 +434,3 @@ def test_topic_changes_not_supported_yet_say_so(cluster):
         r = w.request("DeleteTopics", 1, {"topic_names": ["keep"], "timeout_ms": 5000})
     assert r["responses"][0]["error_code"] == 42                   # INVALID_REQUEST
     assert cluster.zk.exists("/brokers/topics/keep") is not None
-
-
-def test_acks_all_does_not_count_followers_that_do_not_fetch_yet(cluster):
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    from gregor.protocol.records.batch import encode_batch
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    for f in admin.create_topics([NewTopic("strict", 1, 3,
-                                           config={"min.insync.replicas": "2"})],
-                                 operation_timeout=20).values():
-        f.result(timeout=60)
-    leader = cluster.json("/brokers/topics/strict/partitions/0/state")["leader"]
-    with WireClient(cluster.by_id(leader).port) as w:
-        def produce():
-            return w.request("Produce", 7, {"transactional_id": None, "acks": -1,
-                                            "timeout_ms": 5000, "topic_data": [{
-                                                "name": "strict", "partition_data": [{
-                                                    "index": 0,
-                                                    "records": encode_batch(
-                                                        [(0, None, b"x", [])])}]}]})
-        r = cluster.wait_for(lambda: (lambda r: r if r["responses"][0]["partition_responses"][
-            0]["error_code"] != 6 else None)(produce()), what="the leader knowing it leads")
-    assert r["responses"][0]["partition_responses"][0]["error_code"] == 19   # NOT_ENOUGH_REPLICAS

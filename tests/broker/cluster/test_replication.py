@@ -1,0 +1,289 @@
+"""Replication on three broker processes and a real ZooKeeper: followers fetch from leaders,
+the high watermark waits for the ISR, acks=all is acknowledged only once the ISR has the
+records, and a kill -9 of a leader loses no acknowledged record (checked by
+tests/support/checker.py with a real client, confluent-kafka, on both sides)."""
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+
+import pytest
+
+from tests.support.checker import ReplicationChecker
+from tests.support.cluster import BrokerCluster
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def new_cluster(zookeeper_server, tmp_path, **settings) -> BrokerCluster:
+    chroot = f"{zookeeper_server.hosts}/r-{uuid.uuid4().hex[:12]}"
+    base = {"replica.lag.time.max.ms": 10000}
+    base.update(settings)
+    c = BrokerCluster(tmp_path, chroot, size=3, settings=base)
+    c.start()
+    c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
+               what="3 registered brokers and a controller")
+    return c
+
+
+def create_topic(c: BrokerCluster, name: str, partitions: int, rf: int, **configs) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    topic = NewTopic(name, partitions, rf, config={k.replace("_", "."): str(v)
+                                                   for k, v in configs.items()})
+    for f in admin.create_topics([topic], operation_timeout=20, request_timeout=30).values():
+        f.result(timeout=60)
+    c.wait_for(lambda: all(len(state(c, name, p)["isr"]) == rf for p in range(partitions)),
+               what=f"{name}'s partition states")
+
+
+def state(c: BrokerCluster, topic: str, p: int) -> dict:
+    try:
+        return c.json(f"/brokers/topics/{topic}/partitions/{p}/state") or {"isr": [], "leader": -1}
+    except Exception:
+        return {"isr": [], "leader": -1}
+
+
+class CheckedProducer:
+    """confluent-kafka, idempotent, acks=all: every acknowledgement goes to the checker."""
+
+    def __init__(self, bootstrap: str, topic: str, checker: ReplicationChecker, keys: int = 8):
+        from confluent_kafka import Producer
+        self.topic, self.checker, self.keys = topic, checker, keys
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                  "acks": "all", "linger.ms": 2, "message.timeout.ms": 60000,
+                                  "topic.metadata.refresh.interval.ms": 1000})
+        self.sent = 0
+        self.errors: list[str] = []
+
+    def _done(self, err, msg):
+        if err is None:
+            self.checker.acknowledged(msg.value(), msg.partition(), msg.offset())
+        else:
+            self.errors.append(str(err))
+
+    def send(self, n: int) -> None:
+        for _ in range(n):
+            i = self.sent
+            key = f"k{i % self.keys}".encode()
+            value = key + b":" + str(i).encode()
+            self.checker.sent_record(value)
+            while True:
+                try:
+                    self.producer.produce(self.topic, value, key, on_delivery=self._done)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+            self.producer.poll(0)
+            self.sent += 1
+
+    def flush(self, timeout: float = 90) -> None:
+        assert self.producer.flush(timeout) == 0, "records still unacknowledged"
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int, checker: ReplicationChecker):
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker",
+                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        pos = {p: 0 for p in range(partitions)}
+        deadline = time.monotonic() + 120
+        while any(pos[p] < ends[p] for p in pos) and time.monotonic() < deadline:
+            for m in consumer.consume(1000, 1.0):
+                if m.error():
+                    continue
+                checker.consumed(m.partition(), m.offset(), m.key(), m.value())
+                pos[m.partition()] = m.offset() + 1
+        return ends
+    finally:
+        consumer.close()
+
+
+def replica_records(data_dir, topic: str, p: int) -> dict[int, bytes]:
+    """offset -> value of one replica's log on disk (broker stopped)."""
+    from gregor.log import Log
+    from gregor.protocol.records.batch import decode_any
+    log = Log.open(data_dir / f"{topic}-{p}")
+    try:
+        out, offset = {}, log.log_start_offset
+        while offset < log.log_end_offset:
+            data = log.read(offset, 1 << 20, min_one_batch=True)
+            if not data:
+                break
+            records = decode_any(bytes(data), include_control=True)
+            for r in records:
+                out[r.offset] = r.value
+            if not records:
+                break
+            offset = records[-1].offset + 1
+        return out
+    finally:
+        log.close()
+
+
+def test_acks_all_waits_for_followers_and_every_replica_holds_the_same_log(
+        zookeeper_server, tmp_path):
+    c = new_cluster(zookeeper_server, tmp_path)
+    try:
+        create_topic(c, "rep", 2, 3, min_insync_replicas=2)
+        checker = ReplicationChecker()
+        prod = CheckedProducer(c.bootstrap, "rep", checker)
+        prod.send(3000)
+        prod.flush()
+        assert not prod.errors and len(checker.acked) == 3000
+        ends = consume_all(c.bootstrap, "rep", 2, checker)
+        assert sum(ends.values()) == 3000
+        assert checker.problems() == []
+        assert all(sorted(state(c, "rep", p)["isr"]) == [0, 1, 2] for p in range(2))
+    finally:
+        c.stop()
+    for p in range(2):
+        logs = [replica_records(b.data_dir, "rep", p) for b in c.brokers]
+        assert len(logs[0]) == ends[p]
+        assert logs[0] == logs[1] == logs[2]
+
+
+def leader_of(c: BrokerCluster, topic: str, p: int) -> int:
+    return state(c, topic, p)["leader"]
+
+
+def test_kill9_of_a_leader_under_acks_all_loses_no_acknowledged_record(
+        zookeeper_server, tmp_path):
+    c = new_cluster(zookeeper_server, tmp_path)
+    try:
+        create_topic(c, "kill", 1, 3, min_insync_replicas=2)
+        checker = ReplicationChecker()
+        prod = CheckedProducer(c.bootstrap, "kill", checker)
+        stop = threading.Event()
+
+        def produce():
+            while not stop.is_set():
+                prod.send(50)
+                time.sleep(0.005)
+        t = threading.Thread(target=produce, daemon=True)
+        t.start()
+        c.wait_for(lambda: len(checker.acked) >= 2000, what="2000 acknowledged records")
+        old = leader_of(c, "kill", 0)
+        c.by_id(old).kill()
+        c.wait_for(lambda: leader_of(c, "kill", 0) not in (old, -1), what="a new leader")
+        acked_at_failover = len(checker.acked)
+        c.wait_for(lambda: len(checker.acked) >= acked_at_failover + 2000,
+                   what="2000 more acknowledged records on the new leader")
+        c.by_id(old).start()           # comes back as a follower: truncates, catches up
+        c.wait_for(lambda: sorted(state(c, "kill", 0)["isr"]) == [0, 1, 2],
+                   what="the restarted broker back in the ISR")
+        stop.set()
+        t.join(30)
+        prod.flush()
+        assert not prod.errors, prod.errors[:3]
+        consume_all(c.bootstrap, "kill", 1, checker)
+        assert checker.problems() == [], checker.summary()
+    finally:
+        c.stop()
+    logs = [replica_records(b.data_dir, "kill", 0) for b in c.brokers]
+    assert logs[0] == logs[1] == logs[2]
+
+
+def produce_one(bootstrap: str, topic: str, value: bytes, acks: str = "all",
+                timeout: float = 20.0):
+    """One record through a fresh confluent-kafka producer; returns (error name or None,
+    offset)."""
+    from confluent_kafka import Producer
+    out = {}
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "message.timeout.ms": 15000,
+                  "retries": 0})
+    p.produce(topic, value, on_delivery=lambda err, m: out.update(
+        err=err.name() if err else None, offset=m.offset()))
+    p.flush(timeout)
+    return out.get("err", "NOT_DELIVERED"), out.get("offset", -1)
+
+
+def test_a_paused_follower_leaves_the_isr_and_rejoins_and_min_isr_is_enforced(
+        zookeeper_server, tmp_path):
+    import os
+    import signal
+    # lag time well below the session: a paused follower is out of the ISR but still alive
+    c = new_cluster(zookeeper_server, tmp_path, **{"replica.lag.time.max.ms": 1500})
+    paused = []
+    try:
+        create_topic(c, "lag", 1, 3, min_insync_replicas=2)
+        leader = leader_of(c, "lag", 0)
+        f1, f2 = [b for b in (0, 1, 2) if b != leader]
+        assert produce_one(c.bootstrap, "lag", b"a:0")[0] is None
+        os.kill(c.by_id(f1).pid, signal.SIGSTOP)
+        paused.append(f1)
+        c.wait_for(lambda: f1 not in state(c, "lag", 0)["isr"], timeout=20,
+                   what="the paused follower out of the ISR")
+        assert state(c, "lag", 0)["leader"] == leader      # the leader wrote it, no election
+        err, offset = produce_one(c.bootstrap, "lag", b"a:1")
+        assert (err, offset) == (None, 1)                   # ISR of 2 = min.insync.replicas
+        os.kill(c.by_id(f2).pid, signal.SIGSTOP)
+        paused.append(f2)
+        c.wait_for(lambda: state(c, "lag", 0)["isr"] == [leader], timeout=20,
+                   what="the ISR down to the leader")
+        assert produce_one(c.bootstrap, "lag", b"a:2")[0] == "NOT_ENOUGH_REPLICAS"
+        assert produce_one(c.bootstrap, "lag", b"a:3", acks="1")[0] is None
+        for b in paused:
+            os.kill(c.by_id(b).pid, signal.SIGCONT)
+        paused.clear()
+        c.wait_for(lambda: sorted(state(c, "lag", 0)["isr"]) == [0, 1, 2], timeout=30,
+                   what="both followers back in the ISR")
+        assert produce_one(c.bootstrap, "lag", b"a:4")[0] is None
+    finally:
+        for b in paused:
+            os.kill(c.by_id(b).pid, signal.SIGCONT)
+        c.stop()
+    logs = [replica_records(b.data_dir, "lag", 0) for b in c.brokers]
+    assert logs[0] == logs[1] == logs[2]
+    assert sorted(logs[0].values()) == [b"a:0", b"a:1", b"a:3", b"a:4"]
+
+
+def test_a_returning_leader_truncates_what_it_alone_had(zookeeper_server, tmp_path):
+    """KIP-101: the old leader wrote records (acks=1) its follower never fetched, then died;
+    the follower became leader and took new records at the same offsets. The old leader comes
+    back as a follower and must drop its divergent tail, not keep a second history."""
+    import os
+    import signal
+    from confluent_kafka.admin import AdminClient, NewTopic
+    c = new_cluster(zookeeper_server, tmp_path, **{"replica.lag.time.max.ms": 20000})
+    try:
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+        ctrl = c.controller_id()
+        a, b = [x for x in (0, 1, 2) if x != ctrl]         # the controller stays up
+        for f in admin.create_topics([NewTopic("div", 1, replica_assignment=[[a, b]])],
+                                     operation_timeout=20).values():
+            f.result(60)
+        c.wait_for(lambda: leader_of(c, "div", 0) == a and state(c, "div", 0)["isr"] == [a, b],
+                   what="leader a, ISR [a, b]")
+        for i in range(5):
+            assert produce_one(c.bootstrap, "div", f"x:{i}".encode())[0] is None
+        os.kill(c.by_id(b).pid, signal.SIGSTOP)             # b stops fetching
+        try:
+            for i in range(5, 8):                           # only a has these
+                assert produce_one(c.by_id(a).bootstrap, "div", f"x:{i}".encode(),
+                                   acks="1")[0] is None
+            c.by_id(a).kill()
+        finally:
+            os.kill(c.by_id(b).pid, signal.SIGCONT)
+        c.wait_for(lambda: leader_of(c, "div", 0) == b, what="b elected")
+        for i in range(8, 12):
+            assert produce_one(c.bootstrap, "div", f"x:{i}".encode())[0] is None
+        c.by_id(a).start()
+        c.wait_for(lambda: sorted(state(c, "div", 0)["isr"]) == sorted([a, b]),
+                   what="a back in the ISR")
+        # b may still have read what its parked fetch was answered before the pause
+        assert re.search(r"truncating from 8 to [567] ", c.by_id(a).log_text())
+    finally:
+        c.stop()
+    la = replica_records(c.by_id(a).data_dir, "div", 0)
+    lb = replica_records(c.by_id(b).data_dir, "div", 0)
+    assert la == lb                                        # one history, not two
+    values = [la[o] for o in sorted(la)]
+    assert values[:5] == [f"x:{i}".encode() for i in range(5)]
+    assert values[-4:] == [f"x:{i}".encode() for i in range(8, 12)]
+    assert sorted(la) == list(range(len(la)))              # offsets contiguous
