@@ -233,7 +233,7 @@ class Partition:
                 (r in self.followers and now_ms - self.followers[r].last_caught_up_ms <= lag_ms)]
         epoch_start = self.log.leader_epochs.start_offset_of_latest()
         for r, f in self.followers.items():
-            if (r not in keep and r in self.replicas and f.log_end_offset >= self.high_watermark
+            if (r not in self.isr and r in self.replicas and f.log_end_offset >= self.high_watermark
                     and f.log_end_offset >= epoch_start):
                 keep.append(r)
         return None if sorted(keep) == sorted(self.isr) else keep
