@@ -6,7 +6,7 @@ import importlib
 
 import click
 
-SUBCOMMANDS = ["broker", "zookeeper", "topics", "groups", "produce", "consume", "perf", "demo"]
+SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "produce", "consume", "perf", "demo"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,126 @@
+"""`gregor cluster`: ZooKeeper and N brokers on this machine in one command.
+
+    gregor cluster --brokers 3 --data-dir ./cluster [--port 9092] [--set KEY=VALUE ...]
+
+Starts a standalone ZooKeeper (DATA_DIR/zookeeper) and brokers 0..N-1 (DATA_DIR/broker-<id>,
+ports PORT, PORT+1, ...; port 0 picks free ones) joined to it under the chroot /gregor, with
+`default.replication.factor` and `min.insync.replicas` defaulting to what N allows (min(3, N)
+and min(2, N)) unless --set says otherwise. Prints one line per broker, then
+`gregor cluster ready on HOST:PORT,HOST:PORT,...` (the bootstrap list). Ctrl-C or SIGTERM
+stops the brokers (each cleanly) and then ZooKeeper. Running it again on the same DATA_DIR
+brings the same cluster back.
+"""
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import click
+
+READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
+
+
+def _broker(i: int, port: int, data_dir: Path, zk_connect: str, settings: dict,
+            log_dir: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "gregor", "broker", "--broker-id", str(i),
+           "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir / f"broker-{i}"),
+           "--set", f"zookeeper.connect={zk_connect}"]
+    for k, v in settings.items():
+        cmd += ["--set", f"{k}={v}"]
+    log = open(log_dir / f"broker-{i}.log", "ab")
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+
+
+def _wait_ready(proc: subprocess.Popen, timeout: float) -> str:
+    """The broker's HOST:PORT from its ready line; its later output is drained."""
+    found: list[str] = []
+    done = threading.Event()
+
+    def pump():
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace")
+            m = READY.search(line)
+            if m and not found:
+                found.append(f"{m.group(1)}:{m.group(2)}")
+                done.set()
+        done.set()
+    threading.Thread(target=pump, daemon=True).start()
+    done.wait(timeout)
+    if not found:
+        raise click.ClickException(f"broker (pid {proc.pid}) did not become ready; see its log")
+    return found[0]
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--brokers", type=click.IntRange(1, 32), default=3, show_default=True,
+              help="Number of brokers.")
+@click.option("--data-dir", type=click.Path(file_okay=False), required=True,
+              help="Directory for ZooKeeper's and every broker's data and logs.")
+@click.option("--port", type=int, default=9092, show_default=True,
+              help="Port of broker 0; broker i listens on PORT+i (0: free ports).")
+@click.option("--zookeeper-port", type=int, default=0, show_default=True,
+              help="ZooKeeper's client port (0 picks a free one).")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A broker setting for every broker (repeatable).")
+def command(brokers, data_dir, port, zookeeper_port, settings):
+    """Run ZooKeeper and a cluster of gregor brokers on this machine."""
+    from ..broker.cluster import zookeeper_server as zk
+
+    why = zk.missing_reason()
+    if why:
+        raise click.ClickException(why)
+    root = Path(data_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    extra = {"default.replication.factor": min(3, brokers),
+             "min.insync.replicas": min(2, brokers)}
+    for s in settings:
+        k, sep, v = s.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{s!r} is not KEY=VALUE", param_hint="--set")
+        extra[k.strip()] = v.strip()
+    procs: list[subprocess.Popen] = []
+    stopping = threading.Event()
+
+    def stop(*_):
+        stopping.set()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    zk_proc, zk_port = zk.start(root / "zookeeper", zookeeper_port,
+                                stdout=open(root / "zookeeper.log", "ab"))
+    connect = f"127.0.0.1:{zk_port}/gregor"
+    print(f"zookeeper ready on 127.0.0.1:{zk_port} (pid {zk_proc.pid})", flush=True)
+    try:
+        endpoints = []
+        for i in range(brokers):
+            procs.append(_broker(i, port + i if port else 0, root, connect, extra, root))
+        for i, p in enumerate(procs):
+            endpoint = _wait_ready(p, 120)
+            endpoints.append(endpoint)
+            print(f"broker {i} ready on {endpoint} (pid {p.pid}, log {root}/broker-{i}.log)",
+                  flush=True)
+        print(f"gregor cluster ready on {','.join(endpoints)}", flush=True)
+        while not stopping.is_set():
+            if any(p.poll() is not None for p in procs) and all(p.poll() is not None
+                                                                for p in procs):
+                break                    # every broker is gone: nothing left to run
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        zk_proc.terminate()
+        try:
+            zk_proc.wait(30)
+        except subprocess.TimeoutExpired:
+            zk_proc.kill()
