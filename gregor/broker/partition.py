@@ -10,7 +10,8 @@ to the ISR is still being written to ZooKeeper (Kafka's "maximal ISR": a record 
 committed is on every replica that could be elected). Followers take the high watermark from the
 leader's fetch responses.
 `durable_offset` is the end of what is fsynced locally; with gregor.fsync.acks.all, acks=all
-producers wait for it too (see ReplicaManager's group commit).
+producers wait for it too while the ISR is this broker alone (see ReplicaManager's group
+commit); with followers in the ISR, their copies are the promise, as on Kafka.
 """
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ class Partition:
         if not info.duplicate:
             self._uncommitted.append((info.last_offset + 1, len(data)))
             if self.manager is not None:
-                self.manager.appended(self, sync=required_acks == -1)
+                self.manager.appended(self, sync=required_acks == -1 and self.fsync_counts())
             else:
                 self.maybe_advance_high_watermark()
         return info
@@ -211,6 +212,13 @@ class Partition:
         if self.manager is not None:
             self.manager.appended(self, sync=False)
 
+    def fsync_counts(self) -> bool:
+        """Whether acks=all waits for the leader's fsync (gregor.fsync.acks.all): when the
+        record has no other copy, i.e. the ISR is this broker alone. With followers in the
+        ISR the copies on them are what an acknowledgement promises, as on Kafka, and an
+        fsync per round would only add its latency (docs/cluster.md)."""
+        return len(self.isr) <= 1
+
     def update_follower(self, replica: int, fetch_offset: int, now_ms: int) -> bool:
         """A follower fetched from fetch_offset (its log end). True if the HW moved."""
         f = self.followers.get(replica)
@@ -250,7 +258,8 @@ class Partition:
         """(done, error_code) for an acks=all produce waiting for required_offset."""
         if self.deleted:
             return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if self.wait_for_durable and self.durable_offset < required_offset:
+        if self.wait_for_durable and self.fsync_counts() and \
+                self.durable_offset < required_offset:
             return False, ErrorCode.NONE
         if self.high_watermark >= required_offset:
             if len(self.isr) < self.min_insync_replicas:

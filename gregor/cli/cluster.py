@@ -4,8 +4,9 @@
 
 Starts a standalone ZooKeeper (DATA_DIR/zookeeper) and brokers 0..N-1 (DATA_DIR/broker-<id>,
 ports PORT, PORT+1, ...; port 0 picks free ones) joined to it under the chroot /gregor, with
-`default.replication.factor` and `min.insync.replicas` defaulting to what N allows (min(3, N)
-and min(2, N)) unless --set says otherwise. Prints one line per broker, then
+`default.replication.factor` min(3, N) unless --set says otherwise. `min.insync.replicas`
+keeps Kafka's default (1): set it per topic (2 with RF 3 is the usual choice), since a
+cluster-wide 2 would refuse acks=all, the default of most clients, on RF 1 topics. Prints one line per broker, then
 `gregor cluster ready on HOST:PORT,HOST:PORT,...` (the bootstrap list). Ctrl-C or SIGTERM
 stops the brokers (each cleanly) and then ZooKeeper. Running it again on the same DATA_DIR
 brings the same cluster back.
@@ -76,8 +77,7 @@ def command(brokers, data_dir, port, zookeeper_port, settings):
         raise click.ClickException(why)
     root = Path(data_dir)
     root.mkdir(parents=True, exist_ok=True)
-    extra = {"default.replication.factor": min(3, brokers),
-             "min.insync.replicas": min(2, brokers)}
+    extra = {"default.replication.factor": min(3, brokers)}
     for s in settings:
         k, sep, v = s.partition("=")
         if not sep:

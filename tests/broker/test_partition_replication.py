@@ -124,3 +124,19 @@ def test_becoming_leader_starts_the_epoch_at_the_log_end(tmp_path):
     assert p.log.leader_epochs.end_offset_for(1, p.log.log_end_offset) == (1, 4)
     src.close()
     p.log.close()
+
+
+def test_acks_all_waits_for_the_leaders_fsync_only_when_no_follower_has_the_record(leader):
+    leader.wait_for_durable = True                   # gregor.fsync.acks.all
+    end = append(leader, 2)
+    leader.update_follower(F1, end, now_ms=1)
+    leader.update_follower(F2, end, now_ms=1)
+    assert leader.durable_offset < end
+    assert leader.check_enough_replicas_reach_offset(end) == (True, 0)   # on three replicas
+    leader.isr = [ME]
+    leader.config = {}                                # min.insync.replicas 1
+    end = append(leader, 1)
+    assert leader.high_watermark == end
+    assert leader.check_enough_replicas_reach_offset(end) == (False, 0)  # the only copy
+    assert leader.mark_durable(end)
+    assert leader.check_enough_replicas_reach_offset(end) == (True, 0)

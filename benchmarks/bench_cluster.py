@@ -1,0 +1,232 @@
+"""Replication on a local gregor cluster, confluent-kafka as the client, ratios in one run.
+
+    .venv/bin/python benchmarks/bench_cluster.py [--records 300000] [--rate 10000]
+                                                 [--latency-seconds 5] [--repeat 2]
+
+Runs `gregor cluster --brokers 3` (ZooKeeper + three brokers on this machine) and measures:
+1. throughput: --records records (10 B keys, 100 B values, linger.ms=5, one partition) with
+   acks=all to a topic with RF 3 and min.insync.replicas=2, against acks=1 to a topic with
+   RF 1 on the same cluster; msgs/s and the ratio (issue target >= 0.6x; Kafka's published
+   2014 figure is 0.51x);
+2. latency: a steady --rate msgs/s for --latency-seconds, linger.ms=0, in-flight 5, acks=all,
+   RF 3: p50 / p99 from produce() to the delivery report (target p99 <= 5 ms), beside acks=1
+   RF 1 in the same run;
+3. failover: kill -9 of the RF 3 partition's leader while a producer sends acks=all records
+   one at a time; the time from the kill to the first acknowledged record after it (target
+   <= zookeeper.session.timeout.ms + 1 s), and whether any record acknowledged before the
+   kill is missing afterwards;
+4. several brokers, several cores: 6 partitions with RF 1 over three brokers vs 6 partitions
+   on one single-node broker, acks=1 (the issue asks >= 1.8x on >= 3 free cores; on a 2-core
+   machine with one client process it is reported, not judged).
+The best of --repeat rounds is printed for throughput and the median of the rounds' p99 for
+latency (this machine is shared and noisy: compare ratios within one run).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_broker import GregorBroker, produce_latency  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SESSION_MS = 6000
+BROKER_LINE = re.compile(r"broker (\d+) ready on (\S+) \(pid (\d+)")
+VALUE = b"v" * 100
+
+
+class LocalCluster:
+    def __init__(self, brokers: int = 3, settings: dict | None = None):
+        self.dir = tempfile.mkdtemp(prefix="bench-cluster-")
+        self.brokers = brokers
+        self.settings = dict(settings or {})
+        self.pids: dict[int, int] = {}
+        self.bootstrap = ""
+        self.proc = None
+
+    def start(self) -> "LocalCluster":
+        env = dict(os.environ, PYTHONUNBUFFERED="1",
+                   PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gregor", "cluster", "--brokers", str(self.brokers),
+             "--port", "0", "--data-dir", self.dir,
+             "--set", f"zookeeper.session.timeout.ms={SESSION_MS}",
+             *[a for k, v in self.settings.items() for a in ("--set", f"{k}={v}")]],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        for line in self.proc.stdout:
+            m = BROKER_LINE.search(line)
+            if m:
+                self.pids[int(m.group(1))] = int(m.group(3))
+            if "gregor cluster ready on" in line:
+                self.bootstrap = line.rsplit(" ", 1)[1].strip()
+                break
+        if not self.bootstrap:
+            raise SystemExit("gregor cluster did not start")
+        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def create(bootstrap: str, name: str, partitions: int, rf: int, **configs) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, rf, config={
+        k: str(v) for k, v in configs.items()})])[name].result(60)
+    # every partition led and (for RF > 1) followed before measuring
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        md = admin.list_topics(name, timeout=10).topics[name]
+        if len(md.partitions) == partitions and all(
+                p.leader >= 0 and len(p.isrs) == rf for p in md.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"topic {name} did not get its leaders and ISR")
+
+
+def throughput(bootstrap: str, topic: str, records: int, acks: str, partitions: int = 1) -> float:
+    errors = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+                  "enable.idempotence": acks == "all", "queue.buffering.max.messages": 500_000,
+                  "delivery.report.only.error": True,
+                  "on_delivery": lambda err, msg: errors.append(err)})
+    keys = [b"key-%06d" % i for i in range(100_000)]
+    p.produce(topic, VALUE, b"warmup-000", 0)
+    p.flush(30)
+    t0 = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                p.produce(topic, VALUE, keys[i % len(keys)], i % partitions)
+                break
+            except BufferError:
+                p.poll(0.001)
+    left = p.flush(300)
+    dt = time.perf_counter() - t0
+    if left or errors:
+        raise SystemExit(f"{left} undelivered, {len(errors)} errors: {errors[:3]}")
+    return records / dt
+
+
+def failover(c: LocalCluster, topic: str) -> dict:
+    """Kill -9 the partition's leader under a one-at-a-time acks=all producer."""
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 0,
+                  "enable.idempotence": True, "message.timeout.ms": 60000,
+                  "retry.backoff.ms": 50, "retry.backoff.max.ms": 200,
+                  "topic.metadata.refresh.interval.ms": 500})
+    acked: list[tuple[float, int, bytes]] = []
+    errors = []
+
+    def cb(err, msg):
+        if err is None:
+            acked.append((time.perf_counter(), msg.offset(), msg.value()))
+        else:
+            errors.append(err)
+    for i in range(200):                      # warm: leader known, connection up
+        p.produce(topic, b"before-%d" % i, partition=0, on_delivery=cb)
+    p.flush(30)
+    before = len(acked)
+    os.kill(c.pids[leader], signal.SIGKILL)
+    killed = time.perf_counter()
+    i = 0
+    while time.perf_counter() - killed < 60:
+        p.produce(topic, b"after-%d" % i, partition=0, on_delivery=cb)
+        i += 1
+        p.poll(0.005)
+        if len(acked) > before:
+            break
+    p.flush(60)
+    first = acked[before][0] - killed if len(acked) > before else float("nan")
+    # every record acknowledged before the kill must still be there, at its offset
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "check",
+                     "enable.auto.commit": False})
+    cons.assign([TopicPartition(topic, 0, 0)])
+    seen = {}
+    deadline = time.monotonic() + 60
+    want = {v: o for _, o, v in acked}
+    while len(seen) < len(want) and time.monotonic() < deadline:
+        for m in cons.consume(500, 1.0):
+            if not m.error():
+                seen[m.value()] = m.offset()
+    cons.close()
+    lost = [v for v, o in want.items() if seen.get(v) != o]
+    return {"seconds": first, "lost": len(lost), "acked": len(acked), "errors": len(errors)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--rate", type=int, default=10_000)
+    ap.add_argument("--latency-seconds", type=float, default=5.0)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    c = LocalCluster(3).start()
+    single = GregorBroker().start()
+    try:
+        b = c.bootstrap
+        create(b, "rf1", 1, 1)
+        create(b, "rf3", 1, 3, **{"min.insync.replicas": 2})
+        create(b, "six", 6, 1)
+        single_admin = AdminClient({"bootstrap.servers": single.bootstrap})
+        single_admin.create_topics([NewTopic("six", 6, 1)])["six"].result(60)
+        tp = {"rf1": [], "rf3": [], "six3": [], "six1": []}
+        lat = {"rf1": [], "rf3": []}
+        for _ in range(args.repeat):
+            tp["rf1"].append(throughput(b, "rf1", args.records, "1"))
+            tp["rf3"].append(throughput(b, "rf3", args.records, "all"))
+            tp["six3"].append(throughput(b, "six", args.records, "1", 6))
+            tp["six1"].append(throughput(single.bootstrap, "six", args.records, "1", 6))
+            for name, acks in (("rf1", "1"), ("rf3", "all")):
+                lat[name].append(produce_latency(b, name, args.rate, args.latency_seconds,
+                                                 {"acks": acks,
+                                                  "max.in.flight.requests.per.connection": 5}))
+        fo = failover(c, "rf3")
+    finally:
+        c.stop()
+        single.stop()
+    best = {k: max(v) for k, v in tp.items()}
+    print(f"\ngregor cluster, 3 brokers on one {os.cpu_count()}-core machine, "
+          f"{args.records:,} records x {args.repeat} rounds (best)")
+    print(f"  acks=1, RF 1          {best['rf1']:>12,.0f} msgs/s")
+    print(f"  acks=all, RF 3, ISR 2 {best['rf3']:>12,.0f} msgs/s   "
+          f"ratio {best['rf3'] / best['rf1']:.2f}x (target >= 0.6x)")
+    for name, label in (("rf1", "acks=1, RF 1  "), ("rf3", "acks=all, RF 3")):
+        p99s = [r["p99_ms"] for r in lat[name]]
+        print(f"  latency {label} at {args.rate:,}/s, in-flight 5: p50 "
+              f"{statistics.median(r['p50_ms'] for r in lat[name]):.2f} ms, p99 median "
+              f"{statistics.median(p99s):.2f} ms (rounds: "
+              f"{', '.join(f'{x:.2f}' for x in p99s)})"
+              + ("  (target p99 <= 5 ms)" if name == "rf3" else ""))
+    print(f"  failover: kill -9 of the leader -> first acks=all record acknowledged "
+          f"{fo['seconds']:.2f} s (session timeout {SESSION_MS / 1000:.0f} s; target <= "
+          f"{SESSION_MS / 1000 + 1:.0f} s); acknowledged records missing after: {fo['lost']} "
+          f"of {fo['acked']}")
+    print(f"  6 partitions RF 1: 3 brokers {best['six3']:,.0f} msgs/s vs 1 broker "
+          f"{best['six1']:,.0f} msgs/s = {best['six3'] / best['six1']:.2f}x "
+          f"(one client process; reported, not judged on {os.cpu_count()} cores)")
+    return 1 if fo["lost"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
