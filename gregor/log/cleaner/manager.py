@@ -18,12 +18,13 @@ continues from the new checkpoint.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
 from .checkpoint import read_checkpoints, write_checkpoints
 from .cleaner import CleanPass, begin_swap, cleanable, finish_swap, prepare
-from .swap import commit_swap
+from .swap import CLEANED, commit_swap
 from .offset_map import OffsetMap
 
 log = logging.getLogger("gregor.log.cleaner")
@@ -207,9 +208,14 @@ class LogCleanerManager:
                 else:
                     stats = self._in_worker(pool, snap, swap)
                     if stats is None:
+                        if self._stop.is_set():
+                            _discard_pass_files(snap.directory)
                         return False
             except Exception as e:
                 if self._stop.is_set():
+                    # stopped mid-pass: its uncommitted files go now rather than at the
+                    # next start (a committed .swap is left for recovery to finish)
+                    _discard_pass_files(snap.directory)
                     return False
                 self.uncleanable.add(key)
                 log.error("cleaning %s-%d failed (%s); the partition is left uncleaned until "
@@ -298,3 +304,18 @@ class CleanerCollector:
         for (t, p), r in sorted(dict(s.dirty_ratio).items()):
             g.add_metric([t, str(p)], r)
         yield g
+
+
+def _discard_pass_files(directory: str) -> None:
+    """The `.cleaned` files of this partition's interrupted pass (one pass per partition at
+    a time, so every such file is that pass's)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for n in names:
+        if n.endswith(CLEANED):
+            try:
+                os.unlink(os.path.join(directory, n))
+            except OSError:
+                pass
