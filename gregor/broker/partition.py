@@ -258,6 +258,10 @@ class Partition:
         """(done, error_code) for an acks=all produce waiting for required_offset."""
         if self.deleted:
             return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if not self.is_leader:
+            # No longer the leader: the offset may now hold another leader's record (our
+            # tail truncated away), so reaching it proves nothing; the producer retries.
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.wait_for_durable and self.fsync_counts() and \
                 self.durable_offset < required_offset:
             return False, ErrorCode.NONE

@@ -140,3 +140,11 @@ def test_acks_all_waits_for_the_leaders_fsync_only_when_no_follower_has_the_reco
     assert leader.check_enough_replicas_reach_offset(end) == (False, 0)  # the only copy
     assert leader.mark_durable(end)
     assert leader.check_enough_replicas_reach_offset(end) == (True, 0)
+
+
+def test_a_leader_that_becomes_follower_fails_its_waiting_acks_all_writes(leader):
+    end = append(leader, 2)
+    assert leader.check_enough_replicas_reach_offset(end) == (False, 0)
+    leader.make_follower(F1, 4, [F1, F2], [ME, F1, F2], zk_version=8)
+    leader.follower_high_watermark(end)      # even if the new leader's HW passes the offset
+    assert leader.check_enough_replicas_reach_offset(end) == (True, 6)   # NOT_LEADER_OR_FOLLOWER

@@ -181,7 +181,11 @@ class DelayedProduce(DelayedOperation):
             done, code = p.check_enough_replicas_reach_offset(r.last_offset + 1)
             if done:
                 r.pending = False
-                if code:
+                if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    r.error = code
+                    r.message = (f"this broker stopped leading {p.topic}-{p.index} before the "
+                                 "write was committed; retry on the new leader")
+                elif code:
                     r.error = code
                     r.message = (f"written, but {p.topic}-{p.index} has fewer in-sync replicas "
                                  f"than min.insync.replicas={p.min_insync_replicas}")

@@ -152,8 +152,15 @@ def leader_of(c: BrokerCluster, topic: str, p: int) -> int:
     return state(c, topic, p)["leader"]
 
 
-def test_kill9_of_a_leader_under_acks_all_loses_no_acknowledged_record(
-        zookeeper_server, tmp_path):
+@pytest.mark.parametrize("fault", ["kill9", "paused_past_session"])
+def test_losing_the_leader_under_acks_all_loses_no_acknowledged_record(
+        zookeeper_server, tmp_path, fault):
+    """kill9: the leader dies and comes back later. paused_past_session: SIGSTOP longer than
+    its ZooKeeper session, so a new leader is elected while the old one is frozen; it wakes
+    up a zombie that still believes it leads, and must be fenced (its waiting acks=all
+    writes fail, its divergent tail is truncated) rather than acknowledge anything."""
+    import os
+    import signal
     c = new_cluster(zookeeper_server, tmp_path)
     try:
         create_topic(c, "kill", 1, 3, min_insync_replicas=2)
@@ -169,12 +176,20 @@ def test_kill9_of_a_leader_under_acks_all_loses_no_acknowledged_record(
         t.start()
         c.wait_for(lambda: len(checker.acked) >= 2000, what="2000 acknowledged records")
         old = leader_of(c, "kill", 0)
-        c.by_id(old).kill()
-        c.wait_for(lambda: leader_of(c, "kill", 0) not in (old, -1), what="a new leader")
-        acked_at_failover = len(checker.acked)
-        c.wait_for(lambda: len(checker.acked) >= acked_at_failover + 2000,
-                   what="2000 more acknowledged records on the new leader")
-        c.by_id(old).start()           # comes back as a follower: truncates, catches up
+        if fault == "kill9":
+            c.by_id(old).kill()
+        else:
+            os.kill(c.by_id(old).pid, signal.SIGSTOP)
+        try:
+            c.wait_for(lambda: leader_of(c, "kill", 0) not in (old, -1), what="a new leader")
+            acked_at_failover = len(checker.acked)
+            c.wait_for(lambda: len(checker.acked) >= acked_at_failover + 2000,
+                       what="2000 more acknowledged records on the new leader")
+        finally:
+            if fault != "kill9":
+                os.kill(c.by_id(old).pid, signal.SIGCONT)   # the zombie wakes up
+        if fault == "kill9":
+            c.by_id(old).start()       # comes back as a follower: truncates, catches up
         c.wait_for(lambda: sorted(state(c, "kill", 0)["isr"]) == [0, 1, 2],
                    what="the restarted broker back in the ISR")
         stop.set()
