@@ -27,7 +27,7 @@ MODULES = [
     "list_transactions", "describe_producers", "write_txn_markers",
     "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
     "describe_groups", "list_groups", "delete_groups", "offset_delete", "txn_offset_commit",
-    "offset_for_leader_epoch",
+    "offset_for_leader_epoch", "controlled_shutdown",
 ]
 
 

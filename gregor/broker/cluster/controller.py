@@ -41,6 +41,7 @@ class Controller:
         self.epoch_zk_version = -1
         self.connected = True
         self.elections = 0               # times this broker won, for tests and logs
+        self.shutting_down: set[int] = set()   # brokers in a controlled shutdown
 
     # -- election --------------------------------------------------------------------------
 
@@ -87,6 +88,9 @@ class Controller:
     async def reconcile(self, snap: ClusterSnapshot) -> int:
         """Elect leaders for partitions whose leader or ISR members are gone (or are back
         from offline); returns how many states were written."""
+        # a broker in controlled shutdown is still live here: what it could not hand over
+        # stays with it until it is gone (then it is an ordinary dead broker)
+        self.shutting_down &= set(snap.brokers)
         live = set(snap.brokers)
         updates, fresh = [], []
         for name, view in snap.topics.items():
@@ -115,6 +119,52 @@ class Controller:
             log.info("%s-%d: leader %d, leader epoch %d, ISR %s", name, p, s.leader,
                      s.leader_epoch, s.isr)
         return len(fresh) + len(updates)
+
+    # -- controlled shutdown ---------------------------------------------------------------
+
+    async def controlled_shutdown(self, snap: ClusterSnapshot, broker_id: int) -> list:
+        """Move every leadership of broker_id to another live ISR member and take it out of
+        the ISRs it is in (Kafka's ControlledShutdown); returns the (topic, partition) pairs
+        it still leads (no other ISR member to take over). Raises NotControllerError."""
+        if not self.active:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller")
+        self.shutting_down.add(broker_id)
+        live = set(snap.brokers) - self.shutting_down
+        updates, remaining = [], []
+        for name, view in snap.topics.items():
+            for p, replicas in view.assignment.partitions.items():
+                state = view.states.get(p)
+                if state is None or broker_id not in replicas:
+                    continue
+                others = [b for b in replicas if b in state.isr and b in live]
+                if state.leader == broker_id:
+                    if not others:
+                        remaining.append((name, p))
+                        continue
+                    new = z.PartitionState(others[0], state.leader_epoch + 1, others,
+                                           self.epoch, state.zk_version)
+                elif broker_id in state.isr and len(state.isr) > 1:
+                    new = z.PartitionState(state.leader, state.leader_epoch + 1,
+                                           [b for b in state.isr if b != broker_id],
+                                           self.epoch, state.zk_version)
+                else:
+                    continue
+                updates.append((name, p, new))
+        try:
+            await self.store.update_states(updates, self.epoch_zk_version)
+        except ControllerMoved:
+            self.step_down("/controller_epoch moved on (another controller was elected)")
+            raise NotControllerError("the controller changed during the controlled "
+                                     "shutdown; retry") from None
+        except Conflict:
+            # a state moved meanwhile: report everything it led as remaining, the broker
+            # asks again after its backoff with a fresh view
+            return [(n, p) for n, v in snap.topics.items() for p, s in v.states.items()
+                    if s.leader == broker_id]
+        for name, p, s in updates:
+            log.info("controlled shutdown of broker %d: %s-%d leader %d, leader epoch %d, ISR %s",
+                     broker_id, name, p, s.leader, s.leader_epoch, s.isr)
+        return remaining
 
     # -- topics ----------------------------------------------------------------------------
 

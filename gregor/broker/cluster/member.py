@@ -138,6 +138,11 @@ class ClusterMember:
                  info.port)
 
     async def close(self) -> None:
+        if self._registered and self.broker.config.get("controlled.shutdown.enable"):
+            try:
+                await self._controlled_shutdown()
+            except Exception:
+                log.exception("controlled shutdown failed; stopping anyway")
         self._closed = True
         if self.controller.active:
             self.controller.step_down("shutting down")
@@ -148,6 +153,60 @@ class ClusterMember:
             self._isr_task.cancel()
         await self.fetchers.close()
         await self.store.close()      # ends the session: our ephemeral nodes go at once
+
+    async def _controlled_shutdown(self) -> None:
+        """Stop following, then have the controller move our leaderships to other in-sync
+        replicas and drop us from the ISRs (Kafka's ControlledShutdown), and apply the new
+        states before the server stops: clients then get NOT_LEADER_OR_FOLLOWER from us and
+        go to the new leaders instead of waiting on an election after we are gone."""
+        cfg = self.broker.config
+        attempts = max(1, int(cfg.get("controlled.shutdown.max.retries")))
+        backoff = int(cfg.get("controlled.shutdown.retry.backoff.ms")) / 1000.0
+        await self.fetchers.close()      # leaders may drop us from their ISRs
+        for attempt in range(1, attempts + 1):
+            remaining = await self._ask_controller()
+            if remaining is not None:
+                await self.refresh_now()      # our own view: no longer the leader
+                if not remaining:
+                    log.info("controlled shutdown done: leaderships handed over")
+                    return
+                log.warning("controlled shutdown: still leading %s (no other in-sync "
+                            "replica)", ", ".join(f"{t}-{p}" for t, p in remaining[:10]))
+            if attempt < attempts:
+                await asyncio.sleep(backoff)
+        log.warning("controlled shutdown incomplete after %d attempt(s); stopping anyway",
+                    attempts)
+
+    async def _ask_controller(self) -> list | None:
+        """The partitions still led after asking the controller, or None if it could not
+        be asked."""
+        from ...protocol import messages
+        from .replica_fetcher import LeaderConnection
+        ctrl = self.snapshot.controller_id
+        if ctrl == self.broker_id and self.controller.active:
+            try:
+                return await self.controller.controlled_shutdown(self.snapshot, self.broker_id)
+            except KafkaError as e:
+                log.warning("controlled shutdown: %s", e)
+                return None
+        endpoint = self._endpoint(ctrl)
+        if endpoint is None:
+            return None
+        conn = LeaderConnection(endpoint[0], endpoint[1], f"gregor-broker-{self.broker_id}",
+                                int(self.broker.config.get("replica.socket.timeout.ms")) / 1000)
+        try:
+            body = await conn.request(messages.api("ControlledShutdown"), 2,
+                                      {"broker_id": self.broker_id, "broker_epoch": -1})
+        except (OSError, asyncio.TimeoutError, ConnectionError, KafkaError) as e:
+            log.warning("controlled shutdown: asking controller %d failed: %s", ctrl, e)
+            return None
+        finally:
+            conn.close()
+        if body["error_code"]:
+            log.warning("controlled shutdown: controller %d answered %s", ctrl,
+                        ErrorCode(body["error_code"]).name)
+            return None
+        return [(r["topic_name"], r["partition_index"]) for r in body["remaining_partitions"]]
 
     # -- following ZooKeeper ---------------------------------------------------------------
 

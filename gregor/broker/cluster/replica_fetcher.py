@@ -305,12 +305,13 @@ class ReplicaFetcherManager:
         self.endpoint = endpoint_of          # leader id -> (host, port) or None
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._where: dict[tuple[str, int], int] = {}   # partition -> its fetcher's leader
+        self.closed = False
 
     def follow(self, partition, leader_id: int, epoch: int) -> None:
         """Fetch partition from leader_id at epoch (divergence checked first)."""
         self.unfollow(partition.key)
-        if leader_id < 0:
-            return                           # offline: nothing to fetch from
+        if leader_id < 0 or self.closed:
+            return                           # offline, or this broker is stopping
         f = self.fetchers.get(leader_id)
         if f is None:
             f = self.fetchers[leader_id] = ReplicaFetcher(self, leader_id)
@@ -330,6 +331,7 @@ class ReplicaFetcherManager:
         self.broker.replica_manager.notify(partition)
 
     async def close(self) -> None:
+        self.closed = True
         for f in list(self.fetchers.values()):
             await f.stop()
         self.fetchers.clear()

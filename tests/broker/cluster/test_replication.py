@@ -302,3 +302,120 @@ def test_a_returning_leader_truncates_what_it_alone_had(zookeeper_server, tmp_pa
     assert values[:5] == [f"x:{i}".encode() for i in range(5)]
     assert values[-4:] == [f"x:{i}".encode() for i in range(8, 12)]
     assert sorted(la) == list(range(len(la)))              # offsets contiguous
+
+
+def run_load(c: BrokerCluster, topic: str, checker: ReplicationChecker):
+    """A continuous idempotent acks=all producer in a thread; returns (producer, stop, thread)."""
+    prod = CheckedProducer(c.bootstrap, topic, checker)
+    stop = threading.Event()
+
+    def produce():
+        while not stop.is_set():
+            prod.send(50)
+            time.sleep(0.005)
+    t = threading.Thread(target=produce, daemon=True)
+    t.start()
+    return prod, stop, t
+
+
+def finish(c: BrokerCluster, topic: str, partitions: int, checker, prod, stop, t) -> None:
+    stop.set()
+    t.join(30)
+    prod.flush()
+    assert not prod.errors, prod.errors[:3]
+    consume_all(c.bootstrap, topic, partitions, checker)
+    assert checker.problems() == [], checker.summary()
+
+
+def test_zookeeper_paused_produce_and_fetch_go_on_and_brokers_come_back(tmp_path):
+    """ZooKeeper frozen (SIGSTOP) for less than the brokers' sessions: nothing needs it on
+    the produce and fetch path, so acks=all goes on with a stable ISR; no leader changes."""
+    import os
+    import signal
+    from tests.support.zookeeper import ZooKeeperServer
+    zk = ZooKeeperServer().start()
+    c = None
+    try:
+        c = BrokerCluster(tmp_path, f"{zk.hosts}/p", size=3, session_ms=8000,
+                          settings={"replica.lag.time.max.ms": 10000})
+        c.start()
+        c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
+                   what="3 registered brokers and a controller")
+        create_topic(c, "zkp", 2, 3, min_insync_replicas=2)
+        before = [state(c, "zkp", p) for p in range(2)]
+        checker = ReplicationChecker()
+        prod, stop, t = run_load(c, "zkp", checker)
+        c.wait_for(lambda: len(checker.acked) >= 1000, what="1000 acknowledged records")
+        os.kill(zk.proc.pid, signal.SIGSTOP)
+        try:
+            frozen_at = len(checker.acked)
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+            acked_while_frozen = len(checker.acked) - frozen_at
+        finally:
+            os.kill(zk.proc.pid, signal.SIGCONT)
+        assert acked_while_frozen > 500
+        c.wait_for(lambda: len(c.registered()) == 3, what="every broker registered")
+        finish(c, "zkp", 2, checker, prod, stop, t)
+        after = [state(c, "zkp", p) for p in range(2)]
+        assert [s["leader_epoch"] for s in after] == [s["leader_epoch"] for s in before]
+    finally:
+        if c is not None:
+            c.stop()
+        zk.stop()
+
+
+@pytest.mark.parametrize("target", ["leader", "controller"])
+def test_bounces_of_leaders_and_controller_lose_nothing(zookeeper_server, tmp_path, target):
+    """Kafka's replication_test, shortened: RF 3, 3 partitions, min.insync.replicas 2, a
+    continuous idempotent acks=all load, and alternating clean (SIGTERM) and hard (kill -9)
+    bounces of a partition leader or of the controller."""
+    c = new_cluster(zookeeper_server, tmp_path)
+    try:
+        create_topic(c, "bounce", 3, 3, min_insync_replicas=2)
+        checker = ReplicationChecker()
+        prod, stop, t = run_load(c, "bounce", checker)
+        for i in range(4):
+            c.wait_for(lambda: len(checker.acked) >= 1000 * (i + 1), what="progress")
+            victim = c.controller_id() if target == "controller" else leader_of(c, "bounce", i % 3)
+            b = c.by_id(victim)
+            b.kill() if i % 2 else b.stop()
+            # a killed broker's registration lasts until its session expires; Kafka refuses
+            # a restart with that id meanwhile, and so does gregor
+            c.wait_for(lambda: victim not in c.registered(), what="the old registration gone")
+            b.start()
+            c.wait_for(lambda: all(sorted(state(c, "bounce", p)["isr"]) == [0, 1, 2]
+                                   for p in range(3)), what="every ISR whole again")
+        finish(c, "bounce", 3, checker, prod, stop, t)
+    finally:
+        c.stop()
+    for p in range(3):
+        logs = [replica_records(b.data_dir, "bounce", p) for b in c.brokers]
+        assert logs[0] == logs[1] == logs[2]
+
+
+def test_a_clean_stop_hands_leadership_over_first(zookeeper_server, tmp_path):
+    """SIGTERM: the broker asks the controller (ControlledShutdown) to move its leaderships
+    to in-sync followers and drop it from the ISRs before it stops serving."""
+    c = new_cluster(zookeeper_server, tmp_path)
+    try:
+        create_topic(c, "cs", 3, 3, min_insync_replicas=2)
+        leaders = {leader_of(c, "cs", p) for p in range(3)}
+        # not the controller: its hand-over goes through the ControlledShutdown request
+        victim = next(b for b in (0, 1, 2) if b != c.controller_id() and b in leaders) \
+            if leaders - {c.controller_id()} else next(iter(leaders))
+        led = [p for p in range(3) if leader_of(c, "cs", p) == victim]
+        epochs = {p: state(c, "cs", p)["leader_epoch"] for p in led}
+        assert c.by_id(victim).stop() == 0
+        text = c.by_id(victim).log_text()
+        assert "controlled shutdown done" in text
+        for p in range(3):
+            s = state(c, "cs", p)
+            assert s["leader"] != victim and victim not in s["isr"] and len(s["isr"]) == 2
+        for p in led:
+            assert state(c, "cs", p)["leader_epoch"] == epochs[p] + 1   # one election, no more
+        # acks=all goes on with the remaining two (min.insync.replicas=2)
+        assert produce_one(c.bootstrap, "cs", b"after:0")[0] is None
+    finally:
+        c.stop()

@@ -1,0 +1,34 @@
+"""ControlledShutdown (7): a broker about to stop asks the controller to hand its
+leaderships to other in-sync replicas and take it out of the ISRs first, so clients move to
+the new leaders before it closes its connections. Answered by the controller only
+(NOT_CONTROLLER elsewhere); the answer lists the partitions it still leads (no other in-sync
+replica), which the broker asks about again after controlled.shutdown.retry.backoff.ms.
+A single-node broker has nothing to hand over and answers at once.
+"""
+from __future__ import annotations
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ._txn_common import respond_later
+
+API_KEY = 7
+VERSIONS = (1, 3)
+
+
+def handle(broker, ctx, request):
+    if broker.cluster is None:
+        return {"error_code": ErrorCode.NONE, "remaining_partitions": []}
+    member = broker.cluster
+
+    async def run():
+        try:
+            return await member.controller.controlled_shutdown(member.snapshot,
+                                                               request["broker_id"])
+        except KafkaError as e:
+            return e
+
+    def build(result):
+        if isinstance(result, KafkaError):
+            return {"error_code": result.code, "remaining_partitions": []}
+        return {"error_code": ErrorCode.NONE, "remaining_partitions": [
+            {"topic_name": t, "partition_index": p} for t, p in (result or [])]}
+    return respond_later(run(), build)
