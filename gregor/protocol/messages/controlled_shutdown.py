@@ -1,9 +1,10 @@
 """ControlledShutdown (key 7): a broker asks the controller to move its leaderships away
-before it stops (inter-broker). v0 used request header v0 (no client id): not described."""
+before it stops (inter-broker). v0 was sent with request header v0 (no client id), which the
+engine does not speak: the broker serves v1-v3 only (apis/controlled_shutdown.py)."""
 from ..schema import Api, F
 
 API = Api(
-    key=7, name="ControlledShutdown", valid=(1, 3), flexible=3,
+    key=7, name="ControlledShutdown", valid=(0, 3), flexible=3,
     request=[
         F("broker_id", "int32"),
         F("broker_epoch", "int64", v="2+", default=-1),
