@@ -116,7 +116,9 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "How long coordinators wait for their own writes (internal topics, markers) to commit."),
     _s("num.network.threads", "int", 3, "Accepted for compatibility; gregor uses one loop."),
     _s("num.io.threads", "int", 8, "Accepted for compatibility; gregor uses one loop."),
-    _s("offsets.topic.replication.factor", "int", 3, "Accepted for compatibility."),
+    _s("offsets.topic.replication.factor", "int", 3,
+       "Replication factor of __consumer_offsets in a cluster (capped to the live brokers "
+       "when it is created)."),
     _s("transaction.state.log.replication.factor", "int", 3, "Accepted for compatibility."),
     _s("transaction.state.log.min.isr", "int", 2, "Accepted for compatibility."),
     _s("group.initial.rebalance.delay.ms", "int", 3000,

@@ -50,7 +50,9 @@ class CoordinatorLog:
         p = self.broker.replica_manager.get(self.topic, partition)
         if p is None:
             return
-        offset, end = p.log.log_start_offset, p.high_watermark
+        # To the log end: a new leader's high watermark waits for its followers' next
+        # fetches, but it was in the ISR, so its log holds every committed write.
+        offset, end = p.log.log_start_offset, p.log.log_end_offset
         while offset < end:
             data = p.log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
             if not data:

@@ -1,7 +1,10 @@
 """FindCoordinator (10): which broker coordinates a consumer group or a transactional id.
 
 On a single node it is always this broker; the first lookup of a kind creates its internal
-topic (`__consumer_offsets` or `__transaction_state`), as Kafka does. v4+ asks for a batch of
+topic (`__consumer_offsets` or `__transaction_state`), as Kafka does. In a cluster a group's
+coordinator is the leader of its partition of `__consumer_offsets` (created through ZooKeeper on
+the first lookup; COORDINATOR_NOT_AVAILABLE, which clients retry, until it has leaders).
+Transactions are still coordinated by the broker asked (docs/cluster.md). v4+ asks for a batch of
 keys at once. Serving v0 matters beyond groups: librdkafka enables LZ4 compression (and other
 0.8.2-era features) only when the broker advertises FindCoordinator v0.
 """
@@ -25,10 +28,21 @@ def _find(broker, key: str, key_type: int) -> tuple[int, str | None]:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not running"
         if not key:
             return ErrorCode.INVALID_REQUEST, "the group id is empty"
+        if broker.cluster is not None:
+            return _in_cluster(broker, coord, key)
         code = coord.group_status(key)
         return (code, None) if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else \
             (ErrorCode.NONE, None)
     return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
+
+
+def _in_cluster(broker, coord, key: str):
+    from ..group.coordinator import TOPIC
+    leader, info = broker.cluster.coordinator_for(TOPIC, coord.partition_of(key))
+    if info is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, (
+            f"{TOPIC} is being created or its partition for this group has no leader yet")
+    return ErrorCode.NONE, (leader, info.host, info.port)
 
 
 def handle(broker, ctx, request) -> dict:
@@ -37,16 +51,19 @@ def handle(broker, ctx, request) -> dict:
         coordinators = []
         for key in request["coordinator_keys"]:
             code, message = _find(broker, key, key_type)
-            coordinators.append({"key": key, "error_code": code, "error_message": message,
-                                 **_node(broker, code)})
+            coordinators.append({"key": key, "error_code": code,
+                                 **_node(broker, code, message)})
         return {"throttle_time_ms": 0, "coordinators": coordinators}
     code, message = _find(broker, request["key"], key_type)
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            **_node(broker, code)}
+    return {"throttle_time_ms": 0, "error_code": code, **_node(broker, code, message)}
 
 
-def _node(broker, code: int) -> dict:
+def _node(broker, code: int, found) -> dict:
+    """found: an error message, or (node id, host, port) of another broker, or None (us)."""
     if code:
-        return {"node_id": -1, "host": "", "port": -1}
-    return {"node_id": broker.broker_id, "host": broker.advertised_host,
-            "port": broker.advertised_port}
+        return {"error_message": found, "node_id": -1, "host": "", "port": -1}
+    if isinstance(found, tuple):
+        node, host, port = found
+        return {"error_message": None, "node_id": node, "host": host, "port": port}
+    return {"error_message": None, "node_id": broker.broker_id,
+            "host": broker.advertised_host, "port": broker.advertised_port}

@@ -32,6 +32,8 @@ from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, Store
 from .producer_ids import ClusterProducerIds
 from .replica_fetcher import ReplicaFetcherManager
 
+GROUPS_TOPIC = "__consumer_offsets"
+
 log = logging.getLogger("gregor.broker.cluster")
 
 class ClusterError(RuntimeError):
@@ -303,6 +305,8 @@ class ClusterMember:
                 log.info("%s-%d: leader at epoch %d (ISR %s, log end %d, HW %d)", part.topic,
                          part.index, state.leader_epoch, state.isr, part.log.log_end_offset,
                          part.high_watermark)
+                if part.topic == GROUPS_TOPIC and self.broker.groups is not None:
+                    self.broker.groups.became_leader(part.index)
             part.zk_state = state
             if was_leader:
                 rm.notify(part)           # an ISR change may complete acks=all produces
@@ -311,6 +315,8 @@ class ClusterMember:
         changed = part.make_follower(state.leader, state.leader_epoch, state.isr, replicas,
                                      state.zk_version)
         part.zk_state = state
+        if was_leader and part.topic == GROUPS_TOPIC and self.broker.groups is not None:
+            self.broker.groups.stopped_leading(part.index)
         if was_leader:
             rm.notify(part)      # waiting fetches and produces answer (and now fail) at once
         if changed or self.fetchers.following(part.key) != state.leader:
@@ -412,6 +418,44 @@ class ClusterMember:
             log.warning("auto-creating topic %r failed: %s", name, e)
         finally:
             self._auto_creating.discard(name)
+
+    def ensure_internal_topic(self, name: str, partitions: int, configs: dict[str, str],
+                              replication_factor: int) -> None:
+        """Create an internal topic through ZooKeeper if the cluster has none yet (Kafka
+        does this on the first FindCoordinator): assignment and configs here, partition
+        states by the controller. The replication factor is capped to the live brokers."""
+        if name in self.snapshot.topics or name in self._auto_creating:
+            return
+        live = sorted(self.snapshot.brokers)
+        if not live:
+            return
+        try:
+            plan = assign_replicas(live, partitions, min(replication_factor, len(live)))
+        except AssignmentError as e:
+            log.warning("not creating %s: %s", name, e)
+            return
+        self._auto_creating.add(name)
+        asyncio.get_running_loop().create_task(self._create_internal(name, plan, configs))
+
+    async def _create_internal(self, name, plan, configs) -> None:
+        try:
+            if await self.store.create_assignment(
+                    name, z.TopicAssignment(plan, new_uuid_string()), dict(configs)):
+                log.info("created internal topic %s: %d partitions, replication factor %d",
+                         name, len(plan), len(plan[0]))
+        except Exception as e:
+            log.warning("creating internal topic %s failed: %s", name, e)
+        finally:
+            self._auto_creating.discard(name)
+
+    def coordinator_for(self, topic: str, partition: int) -> tuple[int, z.BrokerInfo | None]:
+        """(leader id, its registration) of an internal topic's partition, (-1, None) when
+        the topic or its leader is not there yet."""
+        view = self.snapshot.topics.get(topic)
+        state = view.states.get(partition) if view is not None else None
+        if state is None or state.leader < 0:
+            return -1, None
+        return state.leader, self.snapshot.brokers.get(state.leader)
 
     def topic_info(self, name: str) -> TopicInfo | None:
         """A topic as ZooKeeper describes it (configs from /config/topics), hosted here or

@@ -127,15 +127,33 @@ class GroupService:
         self._tasks: list[asyncio.Task] = []
 
     def load_existing(self) -> None:
-        """Load every partition of the topic if it exists (broker start, on the loop)."""
-        if self.store.exists():
+        """Load every partition of the topic if it exists (broker start, on the loop). In a
+        cluster the partitions this broker leads are loaded as it becomes their leader."""
+        if self.broker.cluster is None and self.store.exists():
             self._load_all()
 
     def ensure(self) -> None:
+        if self.broker.cluster is not None:
+            # replicated like any topic: created through ZooKeeper, loaded on leadership
+            self.broker.cluster.ensure_internal_topic(
+                TOPIC, self.config.num_partitions, self.store.configs,
+                int(self.broker.config.get("offsets.topic.replication.factor")))
+            return
         if not self.store.exists():
             self.store.ensure()
         if len(self.coordinator.partitions) < self.config.num_partitions:
             self._load_all()
+
+    def became_leader(self, partition: int) -> None:
+        """Cluster mode: this broker now leads the partition: its groups are ours."""
+        self.coordinator.unload_partition(partition)
+        self.coordinator.load_partition(partition, self.store.batches(partition))
+        log.info("coordinating the groups of %s-%d", TOPIC, partition)
+
+    def stopped_leading(self, partition: int) -> None:
+        if partition in self.coordinator.partitions:
+            self.coordinator.unload_partition(partition)
+            log.info("no longer coordinating the groups of %s-%d", TOPIC, partition)
 
     def _load_all(self) -> None:
         for n in range(self.config.num_partitions):
