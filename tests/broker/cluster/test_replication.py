@@ -52,8 +52,12 @@ class CheckedProducer:
     def __init__(self, bootstrap: str, topic: str, checker: ReplicationChecker, keys: int = 8):
         from confluent_kafka import Producer
         self.topic, self.checker, self.keys = topic, checker, keys
+        # request.timeout.ms: an idempotent producer moves to a new leader only once its
+        # requests in flight to the old one are answered or time out (a frozen leader
+        # answers nothing), so keep that wait short
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                                   "acks": "all", "linger.ms": 2, "message.timeout.ms": 60000,
+                                  "request.timeout.ms": 5000,
                                   "topic.metadata.refresh.interval.ms": 1000})
         self.sent = 0
         self.errors: list[str] = []
@@ -183,7 +187,7 @@ def test_losing_the_leader_under_acks_all_loses_no_acknowledged_record(
         try:
             c.wait_for(lambda: leader_of(c, "kill", 0) not in (old, -1), what="a new leader")
             acked_at_failover = len(checker.acked)
-            c.wait_for(lambda: len(checker.acked) >= acked_at_failover + 2000,
+            c.wait_for(lambda: len(checker.acked) >= acked_at_failover + 2000, timeout=60,
                        what="2000 more acknowledged records on the new leader")
         finally:
             if fault != "kill9":
