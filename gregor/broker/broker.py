@@ -300,9 +300,8 @@ class Broker:
         from ..log import Log
         log_ = Log.open(self.partition_dir(topic, index), log_config_for(cfg))
         p = Partition(topic, index, log_, cfg, self.broker_id)
-        if self.cluster is not None and topic != "__transaction_state":
-            # until ZooKeeper says so (the transaction coordinator's topic stays local)
-            p.is_leader = False
+        if self.cluster is not None:
+            p.is_leader = False       # until ZooKeeper says so
         self.replica_manager.add(p)
         return p
 

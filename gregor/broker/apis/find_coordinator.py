@@ -4,7 +4,7 @@ On a single node it is always this broker; the first lookup of a kind creates it
 topic (`__consumer_offsets` or `__transaction_state`), as Kafka does. In a cluster a group's
 coordinator is the leader of its partition of `__consumer_offsets` (created through ZooKeeper on
 the first lookup; COORDINATOR_NOT_AVAILABLE, which clients retry, until it has leaders).
-Transactions are still coordinated by the broker asked (docs/cluster.md). v4+ asks for a batch of
+Transactional ids likewise, on `__transaction_state`. v4+ asks for a batch of
 keys at once. Serving v0 matters beyond groups: librdkafka enables LZ4 compression (and other
 0.8.2-era features) only when the broker advertises FindCoordinator v0.
 """
@@ -19,8 +19,13 @@ GROUP, TRANSACTION = 0, 1
 
 def _find(broker, key: str, key_type: int) -> tuple[int, str | None]:
     if key_type == TRANSACTION:
-        if broker.txn_coordinator is None:
+        coord = broker.txn_coordinator
+        if coord is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction coordinator is not running"
+        if broker.cluster is not None:
+            if not key:
+                return ErrorCode.INVALID_REQUEST, "the transactional id is empty"
+            return _in_cluster(broker, "__transaction_state", coord.partition_for(key))
         return ErrorCode.NONE, None
     if key_type == GROUP:
         coord = broker.group_coordinator
@@ -29,19 +34,19 @@ def _find(broker, key: str, key_type: int) -> tuple[int, str | None]:
         if not key:
             return ErrorCode.INVALID_REQUEST, "the group id is empty"
         if broker.cluster is not None:
-            return _in_cluster(broker, coord, key)
+            return _in_cluster(broker, "__consumer_offsets", coord.partition_of(key))
         code = coord.group_status(key)
         return (code, None) if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else \
             (ErrorCode.NONE, None)
     return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
 
 
-def _in_cluster(broker, coord, key: str):
-    from ..group.coordinator import TOPIC
-    leader, info = broker.cluster.coordinator_for(TOPIC, coord.partition_of(key))
+def _in_cluster(broker, topic: str, partition: int):
+    """The leader of the key's partition of the coordinator's internal topic."""
+    leader, info = broker.cluster.coordinator_for(topic, partition)
     if info is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, (
-            f"{TOPIC} is being created or its partition for this group has no leader yet")
+            f"{topic} is being created or its partition for this key has no leader yet")
     return ErrorCode.NONE, (leader, info.host, info.port)
 
 

@@ -149,6 +149,11 @@ def _check_transactional(broker, transactional_id, data, r: PartitionResult) -> 
     coord = broker.txn_coordinator
     code = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.verify_partition(
         transactional_id, h.producer_id, h.producer_epoch, r.topic, r.partition)
+    if code == ErrorCode.NOT_COORDINATOR and broker.cluster is not None:
+        # the transactional id is coordinated by another broker of the cluster: this leader
+        # cannot verify the partition (KIP-890's verification request is not sent), so it
+        # accepts the write as brokers did before KIP-890
+        return
     if code == ErrorCode.PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH      # what Produce answers, in every version
     if code:

@@ -33,6 +33,7 @@ from .producer_ids import ClusterProducerIds
 from .replica_fetcher import ReplicaFetcherManager
 
 GROUPS_TOPIC = "__consumer_offsets"
+TXN_TOPIC = "__transaction_state"
 
 log = logging.getLogger("gregor.broker.cluster")
 
@@ -285,9 +286,8 @@ class ClusterMember:
         for part in list(rm.partitions.values()):
             view = snap.topics.get(part.topic)
             if view is None:
-                # Local topics ZooKeeper does not know stay served only if internal (the
-                # per-broker group and transaction coordinators' logs, for now).
-                part.is_leader = part.topic.startswith("__")
+                # a topic ZooKeeper does not know (yet): nobody's leader here
+                part.is_leader = False
             elif me not in view.assignment.partitions.get(part.index, ()):
                 if part.is_leader:
                     part.is_leader = False
@@ -307,6 +307,8 @@ class ClusterMember:
                          part.high_watermark)
                 if part.topic == GROUPS_TOPIC and self.broker.groups is not None:
                     self.broker.groups.became_leader(part.index)
+                elif part.topic == TXN_TOPIC and self.broker.txn is not None:
+                    self.broker.txn.became_leader(part.index, state.leader_epoch)
             part.zk_state = state
             if was_leader:
                 rm.notify(part)           # an ISR change may complete acks=all produces
@@ -317,6 +319,8 @@ class ClusterMember:
         part.zk_state = state
         if was_leader and part.topic == GROUPS_TOPIC and self.broker.groups is not None:
             self.broker.groups.stopped_leading(part.index)
+        elif was_leader and part.topic == TXN_TOPIC and self.broker.txn is not None:
+            self.broker.txn.stopped_leading(part.index)
         if was_leader:
             rm.notify(part)      # waiting fetches and produces answer (and now fail) at once
         if changed or self.fetchers.following(part.key) != state.leader:

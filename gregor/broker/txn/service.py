@@ -30,7 +30,8 @@ class _LogPort:
 
 class LocalMarkers:
     """Writes COMMIT/ABORT markers to partitions this broker leads, and waits until they are
-    committed. (Partitions led by other brokers of a cluster take WriteTxnMarkers instead.)"""
+    committed. (Partitions led by other brokers of a cluster take WriteTxnMarkers instead:
+    cluster/markers.py.)"""
 
     def __init__(self, broker, commit_timeout_ms: int):
         self.broker = broker
@@ -40,8 +41,13 @@ class LocalMarkers:
         rm = self.broker.replica_manager
         results: dict = {}
         waits = []
+        member = self.broker.cluster
         for tp in partitions:
             p = rm.get(*tp)
+            if member is not None and (p is None or not p.is_leader):
+                # a follower (or a broker without the partition) never writes markers
+                results[tp] = member.partition_error(*tp)
+                continue
             if p is None:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -84,24 +90,50 @@ class TxnService:
              "min.insync.replicas": str(min(int(cfg.get("transaction.state.log.min.isr")),
                                             self._replication_factor()))},
             commit_timeout_ms=commit_timeout)
+        markers = LocalMarkers(broker, commit_timeout)
+        if broker.cluster is not None:
+            from ..cluster.markers import ClusterMarkers
+            markers = ClusterMarkers(broker, markers)
         self.coordinator = TransactionCoordinator(
-            self.config, _LogPort(self.store), LocalMarkers(broker, commit_timeout),
-            broker.producer_ids.next_id)
+            self.config, _LogPort(self.store), markers, broker.producer_ids.next_id)
         self._tasks: list[asyncio.Task] = []
 
     def _replication_factor(self) -> int:
         return 1      # one broker; replication sets this from the live brokers
 
     def load_existing(self) -> None:
-        """Load every partition of the topic if it exists (broker start)."""
-        if self.store.exists():
+        """Load every partition of the topic if it exists (broker start). In a cluster the
+        partitions this broker leads are loaded as it becomes their leader."""
+        if self.broker.cluster is None and self.store.exists():
             self._load_all()
 
     def ensure(self) -> None:
-        """Create the topic on first use and load it."""
+        """Create the topic on first use and load it (in a cluster: through ZooKeeper)."""
+        member = self.broker.cluster
+        if member is not None:
+            rf = min(int(self.broker.config.get("transaction.state.log.replication.factor")),
+                     max(1, len(member.snapshot.brokers)))
+            configs = dict(self.store.configs)
+            configs["min.insync.replicas"] = str(
+                min(int(self.broker.config.get("transaction.state.log.min.isr")), rf))
+            member.ensure_internal_topic(TOPIC, self.config.num_partitions, configs, rf)
+            return
         if not self.store.exists():
             self.store.ensure()
             self._load_all()
+
+    def became_leader(self, partition: int, leader_epoch: int) -> None:
+        """Cluster mode: this broker now leads the partition; the leader epoch is the
+        coordinator epoch its markers carry (Kafka's)."""
+        self.coordinator.unload_partition(partition)
+        self.coordinator.load_partition(partition, leader_epoch, self.store.records(partition))
+        log.info("coordinating the transactions of %s-%d (epoch %d)", TOPIC, partition,
+                 leader_epoch)
+
+    def stopped_leading(self, partition: int) -> None:
+        if partition in self.coordinator.partitions:
+            self.coordinator.unload_partition(partition)
+            log.info("no longer coordinating the transactions of %s-%d", TOPIC, partition)
 
     def _load_all(self) -> None:
         for n in range(self.config.num_partitions):
