@@ -1,6 +1,6 @@
 """`gregor demo`: the flights pipeline on Spark and gregor, end to end.
 
-    gregor demo [--output demo-output] [--bootstrap-server HOST:PORT] [--limit N]
+    gregor demo [--output demo-output] [--bootstrap-server HOST:PORT | --brokers N] [--limit N]
 """
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ import click
               help="Records per micro-batch (default: about a sixth of the flights).")
 @click.option("--partitions", type=click.IntRange(min=1, max=64), default=4, show_default=True,
               help="Partitions of the 'flights' topic.")
-def command(output, bootstrap, limit, max_offsets_per_trigger, partitions):
+@click.option("--brokers", type=click.IntRange(min=1, max=9), default=1, show_default=True,
+              help="Run on a local gregor cluster of this many brokers (ZooKeeper included; "
+                   "topics replicated min(3, N) times) instead of one broker.")
+def command(output, bootstrap, limit, max_offsets_per_trigger, partitions, brokers):
     """Publish the 2013 New York flights to gregor, compute hourly delay statistics with Spark
     Structured Streaming, and write a report (HTML, PNG chart, Parquet)."""
     try:
@@ -29,5 +32,9 @@ def command(output, bootstrap, limit, max_offsets_per_trigger, partitions):
     except ImportError as e:
         raise click.ClickException(f"the demo needs the spark extra ({e.name} is missing): "
                                    "pip install 'gregor[spark]'") from None
+    if brokers > 1 and bootstrap:
+        raise click.BadParameter("--brokers starts a local cluster; it cannot be combined "
+                                 "with --bootstrap-server", param_hint="--brokers")
     run_demo(output=output, bootstrap=bootstrap, limit=limit,
-             max_offsets_per_trigger=max_offsets_per_trigger, partitions=partitions)
+             max_offsets_per_trigger=max_offsets_per_trigger, partitions=partitions,
+             brokers=brokers)

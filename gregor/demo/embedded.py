@@ -1,5 +1,6 @@
 """A gregor broker as a child process for the demo (`python -m gregor broker`), on 127.0.0.1 with a
-port the OS picks, stopped when the demo ends."""
+port the OS picks, stopped when the demo ends; or a whole local cluster (`python -m gregor
+cluster`: ZooKeeper and N replicating brokers) for `gregor demo --brokers N`."""
 from __future__ import annotations
 
 import os
@@ -14,10 +15,12 @@ from pathlib import Path
 _READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
 # Start-up is a second or two; a loaded CI machine gets far more slack than that.
 START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 60.0     # a cluster's brokers each hand their leaderships over first
 
 
 class EmbeddedBroker:
+    ready = _READY
+
     def __init__(self, data_dir: Path, settings: dict | None = None):
         self.data_dir = Path(data_dir)
         self.settings = dict(settings or {})
@@ -27,10 +30,13 @@ class EmbeddedBroker:
         self._log = None
         self._pump: threading.Thread | None = None
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "gregor", "broker", "--listen", "127.0.0.1:0",
+                "--data-dir", str(self.data_dir), "--log-level", "WARNING"]
+
     def start(self) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "gregor", "broker", "--listen", "127.0.0.1:0",
-               "--data-dir", str(self.data_dir), "--log-level", "WARNING"]
+        cmd = self.command()
         for k, v in self.settings.items():
             cmd += ["--set", f"{k}={v}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -43,9 +49,9 @@ class EmbeddedBroker:
             for line in self._proc.stdout:
                 log.write(line)
                 log.flush()
-                m = _READY.search(line)
+                m = self.ready.search(line)
                 if m and not ready.is_set():
-                    found.append(f"{m.group(1)}:{m.group(2)}")
+                    found.append(":".join(m.groups()))
                     ready.set()
             ready.set()
 
@@ -86,3 +92,18 @@ class EmbeddedBroker:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class EmbeddedCluster(EmbeddedBroker):
+    """ZooKeeper and `brokers` gregor brokers (`gregor cluster`), bootstrap = all of them."""
+    ready = re.compile(r"gregor cluster ready on (\S+)")
+
+    def __init__(self, data_dir: Path, brokers: int, settings: dict | None = None):
+        super().__init__(data_dir, settings)
+        self.brokers = brokers
+        self.log_path = self.data_dir.parent / "cluster.log"
+
+    def command(self) -> list[str]:
+        # the brokers' own logs go to data_dir/broker-<id>.log
+        return [sys.executable, "-m", "gregor", "cluster", "--brokers", str(self.brokers),
+                "--port", "0", "--data-dir", str(self.data_dir)]

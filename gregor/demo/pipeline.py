@@ -33,6 +33,7 @@ class DemoSettings:
     work: Path
     partitions: int = 4
     max_offsets_per_trigger: int = 60_000
+    replication: int = 1          # replication factor of the demo's topics (--brokers N)
     # Event-time lateness the aggregation tolerates. Micro-batches take the same share of every
     # partition's backlog, so partitions stay close in event time, but carriers' schedules
     # differ over the year; a day covers that skew with room to spare (hours would drop rows).
@@ -116,8 +117,10 @@ def prepare_topics(s: DemoSettings, fresh_dirs: list[Path]) -> None:
         # Records carry their publish time as timestamp (the flight's 2013 departure time is in
         # the value), so time-based retention would be harmless; the demo keeps its data anyway.
         keep = {"retention.ms": "-1"}
-        admin.create_topics([NewTopic(FLIGHTS_TOPIC, s.partitions, 1, keep),
-                             NewTopic(DELAYS_TOPIC, 2, 1, keep)])
+        if s.replication > 1:
+            keep["min.insync.replicas"] = "2"      # acks=all then means two copies at least
+        admin.create_topics([NewTopic(FLIGHTS_TOPIC, s.partitions, s.replication, keep),
+                             NewTopic(DELAYS_TOPIC, 2, s.replication, keep)])
         _wait(lambda: {FLIGHTS_TOPIC, DELAYS_TOPIC} <= set(admin.list_topics()), "demo topics to exist")
     finally:
         admin.close()

