@@ -30,11 +30,23 @@ def new_cluster(zookeeper_server, tmp_path, **settings) -> BrokerCluster:
 
 def create_topic(c: BrokerCluster, name: str, partitions: int, rf: int, **configs) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka import KafkaException
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     topic = NewTopic(name, partitions, rf, config={k.replace("_", "."): str(v)
                                                    for k, v in configs.items()})
-    for f in admin.create_topics([topic], operation_timeout=20, request_timeout=30).values():
-        f.result(timeout=60)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            for f in admin.create_topics([topic], operation_timeout=20,
+                                         request_timeout=30).values():
+                f.result(timeout=60)
+            break
+        except KafkaException as e:
+            # the controller's view of the brokers may lag their registration (on a loaded
+            # machine): Kafka answers the same, and clients retry
+            if "INVALID_REPLICATION_FACTOR" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
     c.wait_for(lambda: all(len(state(c, name, p)["isr"]) == rf for p in range(partitions)),
                what=f"{name}'s partition states")
 
@@ -55,9 +67,11 @@ class CheckedProducer:
         # request.timeout.ms: an idempotent producer moves to a new leader only once its
         # requests in flight to the old one are answered or time out (a frozen leader
         # answers nothing), so keep that wait short
+        # (socket.timeout.ms likewise bounds a request such as InitProducerId sent to a
+        # frozen broker: librdkafka's default would stall the producer for a minute)
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                                  "acks": "all", "linger.ms": 2, "message.timeout.ms": 60000,
-                                  "request.timeout.ms": 5000,
+                                  "acks": "all", "linger.ms": 2, "message.timeout.ms": 120000,
+                                  "request.timeout.ms": 5000, "socket.timeout.ms": 10000,
                                   "topic.metadata.refresh.interval.ms": 1000})
         self.sent = 0
         self.errors: list[str] = []
