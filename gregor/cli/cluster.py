@@ -34,7 +34,10 @@ def _broker(i: int, port: int, data_dir: Path, zk_connect: str, settings: dict,
     for k, v in settings.items():
         cmd += ["--set", f"{k}={v}"]
     log = open(log_dir / f"broker-{i}.log", "ab")
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+    # a session of its own: Ctrl-C reaches only this command, which then stops the brokers
+    # one after the other (each handing its leaderships to the others still running)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def _wait_ready(proc: subprocess.Popen, timeout: float) -> str:
@@ -114,7 +117,6 @@ def command(brokers, data_dir, port, zookeeper_port, settings):
         for p in procs:
             if p.poll() is None:
                 p.terminate()
-        for p in procs:
             try:
                 p.wait(60)
             except subprocess.TimeoutExpired:

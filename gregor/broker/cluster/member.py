@@ -166,6 +166,8 @@ class ClusterMember:
         attempts = max(1, int(cfg.get("controlled.shutdown.max.retries")))
         backoff = int(cfg.get("controlled.shutdown.retry.backoff.ms")) / 1000.0
         await self.fetchers.close()      # leaders may drop us from their ISRs
+        if not set(self.snapshot.brokers) - {self.broker_id}:
+            return                       # the last broker: nobody to hand anything to
         for attempt in range(1, attempts + 1):
             remaining = await self._ask_controller()
             if remaining is not None:
