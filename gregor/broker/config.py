@@ -84,7 +84,9 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("message.max.bytes", "int", 1048588, "Largest record batch accepted."),
     _s("compression.type", "string", "producer", "Only 'producer' (keep what producers send)."),
     _s("min.insync.replicas", "int", 1, "In-sync replicas needed to accept acks=all writes."),
-    _s("unclean.leader.election.enable", "bool", False, "Kept for DescribeConfigs."),
+    _s("unclean.leader.election.enable", "bool", False,
+       "Cluster mode: when every in-sync replica of a partition is dead, elect an out-of-sync "
+       "one (available again, losing what only the ISR had) instead of waiting offline."),
     _s("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
     _s("socket.send.buffer.bytes", "int", 102400, "SO_SNDBUF (-1: OS default)."),
     _s("socket.receive.buffer.bytes", "int", 102400, "SO_RCVBUF (-1: OS default)."),

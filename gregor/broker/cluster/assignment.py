@@ -53,7 +53,7 @@ def initial_state(replicas: list[int], live: set[int], controller_epoch: int) ->
 
 
 def elect_after_change(replicas: list[int], state: PartitionState, live: set[int],
-                       controller_epoch: int) -> PartitionState | None:
+                       controller_epoch: int, unclean: bool = False) -> PartitionState | None:
     """The state a partition moves to when brokers come or go, or None to leave it.
 
     Kafka's offline-partition election with unclean election off: dead brokers leave the ISR;
@@ -61,6 +61,9 @@ def elect_after_change(replicas: list[int], state: PartitionState, live: set[int
     is alive the partition goes offline (leader -1) keeping its last ISR member, so only that
     replica can bring it back. Every change bumps the leader epoch, as Kafka's controller does
     when it removes a dead replica from the ISR (brokers then ignore older LeaderAndIsr).
+    With unclean (unclean.leader.election.enable) a partition whose ISR is all dead takes
+    the first live replica instead of going offline: available again, at the price of the
+    acknowledged records only the dead ISR had.
     """
     isr_live = [b for b in state.isr if b in live]
     if state.leader in live:
@@ -70,6 +73,11 @@ def elect_after_change(replicas: list[int], state: PartitionState, live: set[int
     candidates = [b for b in replicas if b in isr_live]
     if candidates:
         return PartitionState(candidates[0], state.leader_epoch + 1, isr_live, controller_epoch)
+    if unclean:
+        out_of_sync = [b for b in replicas if b in live]
+        if out_of_sync:
+            return PartitionState(out_of_sync[0], state.leader_epoch + 1, out_of_sync[:1],
+                                  controller_epoch)
     if state.leader == -1:
         return None                      # already offline; waits for an ISR member to return
     last = [state.leader] if state.leader in state.isr else state.isr[:1]

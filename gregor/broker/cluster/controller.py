@@ -101,7 +101,8 @@ class Controller:
                     # OnlinePartition, done by the controller only.
                     fresh.append((name, p, initial_state(replicas, live, self.epoch)))
                     continue
-                new = elect_after_change(replicas, state, live, self.epoch)
+                new = elect_after_change(replicas, state, live, self.epoch,
+                                         self._unclean(view))
                 if new is not None:
                     new.zk_version = state.zk_version
                     updates.append((name, p, new))
@@ -119,6 +120,12 @@ class Controller:
             log.info("%s-%d: leader %d, leader epoch %d, ISR %s", name, p, s.leader,
                      s.leader_epoch, s.isr)
         return len(fresh) + len(updates)
+
+    def _unclean(self, view) -> bool:
+        value = view.configs.get("unclean.leader.election.enable")
+        if value is None:
+            return bool(self.config.get("unclean.leader.election.enable"))
+        return str(value).strip().lower() == "true"
 
     # -- controlled shutdown ---------------------------------------------------------------
 

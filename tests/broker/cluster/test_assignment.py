@@ -68,3 +68,12 @@ def test_no_unclean_election_and_return_of_the_last_isr_member():
     assert elect_after_change([1, 2, 3], off, {2, 3}, 1) is None
     back = elect_after_change([1, 2, 3], off, {1, 2}, 1)
     assert (back.leader, back.leader_epoch, back.isr) == (1, 5, [1])
+
+
+def test_unclean_election_takes_a_live_out_of_sync_replica_only_when_enabled():
+    offline_isr = st(1, 3, [1])                 # only broker 1 was in sync; it is dead
+    assert elect_after_change([1, 2, 3], offline_isr, {2, 3}, 1).leader == -1
+    new = elect_after_change([1, 2, 3], offline_isr, {2, 3}, 1, unclean=True)
+    assert (new.leader, new.isr, new.leader_epoch) == (2, [2], 4)
+    # with a live in-sync replica the setting changes nothing
+    assert elect_after_change([1, 2, 3], st(1, 3, [1, 3]), {2, 3}, 1, unclean=True).leader == 3
