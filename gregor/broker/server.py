@@ -121,7 +121,7 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         srv = self.server
-        if srv.stopping:
+        if srv.stopping or srv.refusing:
             transport.abort()
             self.closed = True
             return
@@ -406,6 +406,9 @@ class Server:
         self.memory_waiters: deque[Connection] = deque()
         self.connections: set[Connection] = set()
         self.stopping = False
+        # set while a cluster member is cut off from ZooKeeper: connections are refused so
+        # clients go to brokers whose view of the cluster is current
+        self.refusing = False
         self._server: asyncio.AbstractServer | None = None
         self._idle_task: asyncio.Task | None = None
 
@@ -451,6 +454,15 @@ class Server:
                     log.debug("closing connection from %s: idle for more than "
                               "connections.max.idle.ms", conn.peer)
                     conn.close(None)
+
+    def refuse_clients(self, why: str) -> None:
+        """Close every connection and refuse new ones until accept_clients()."""
+        self.refusing = True
+        for conn in list(self.connections):
+            conn.close(why)
+
+    def accept_clients(self) -> None:
+        self.refusing = False
 
     def stop_accepting(self) -> None:
         self.stopping = True

@@ -72,6 +72,8 @@ class ClusterMember:
         self._isr_task: asyncio.Task | None = None
         self._isr_writes: set[tuple[str, int]] = set()
         self.isr_writes = 0               # ISR changes this broker wrote, for tests and logs
+        self._fence_timer: asyncio.TimerHandle | None = None
+        self._refusing = False
 
     # -- joining ---------------------------------------------------------------------------
 
@@ -218,10 +220,52 @@ class ClusterMember:
     def _on_session(self, state: str) -> None:
         log.info("ZooKeeper session %s", state)
         self.controller.on_session(state)
+        if state == "SUSPENDED" and self._fence_timer is None and not self._closed:
+            # cut off from ZooKeeper: once a session timeout has passed, ZooKeeper has
+            # expired our session and the controller may have elected other leaders
+            self._fence_timer = asyncio.get_running_loop().call_later(
+                self.store.session_timeout, self._fence_self, "cut off from ZooKeeper for "
+                "longer than zookeeper.session.timeout.ms")
+        elif state == "CONNECTED" and self._fence_timer is not None:
+            self._fence_timer.cancel()
+            self._fence_timer = None
+        if state == "LOST":
+            self._fence_self("ZooKeeper session expired")
         if state == "LOST":
             self._registered = False
         elif state == "CONNECTED" and not self._closed:
             self.request_refresh()
+
+    def _fence_self(self, why: str) -> None:
+        """Stop leading anything until ZooKeeper says otherwise: another broker may lead our
+        partitions now, and a client must not be told, by our writes or our Metadata, that
+        we still do (Kafka's ZooKeeper-mode brokers kept serving until they reconnected;
+        their acks=all writes could not commit, but clients kept waiting on them)."""
+        self._fence_timer = None
+        rm = self.broker.replica_manager
+        fenced = 0
+        for part in list(rm.partitions.values()):
+            view = self.snapshot.topics.get(part.topic)
+            if not part.is_leader or view is None:
+                continue
+            part.make_follower(-1, part.leader_epoch, part.isr, part.replicas,
+                               part.state_zk_version)
+            rm.notify(part)                 # waiting produces and fetches answer now
+            state = view.states.get(part.index)
+            if state is not None and state.leader == self.broker_id:
+                view.states[part.index] = z.PartitionState(
+                    -1, state.leader_epoch, state.isr, state.controller_epoch, -1)
+            fenced += 1
+        if fenced:
+            log.warning("%s: no longer leading %d partition(s) until ZooKeeper is back", why,
+                        fenced)
+        # Clients must not take our stale view of the cluster (librdkafka keeps asking the
+        # broker it is connected to for Metadata): as a broker the cluster considers dead,
+        # refuse them until we are registered again. Followers fetching from us go too.
+        server = self.broker.server
+        if server is not None and not self._closed:
+            server.refuse_clients("this broker lost its ZooKeeper session; ask another broker")
+            self._refusing = True
 
     def request_refresh(self) -> None:
         """Something watched changed: re-read (coalescing bursts of events into one read)."""
@@ -236,6 +280,11 @@ class ClusterMember:
                 if not self._registered:
                     await self._register()      # a new session after LOST
                 await self.refresh_now()
+                if self._refusing and self.store.connected:
+                    self._refusing = False        # registered, current view: serve again
+                    if self.broker.server is not None:
+                        self.broker.server.accept_clients()
+                    log.info("back in the cluster: accepting clients again")
             except asyncio.CancelledError:
                 raise
             except ClusterError as e:

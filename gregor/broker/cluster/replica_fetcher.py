@@ -199,6 +199,9 @@ class ReplicaFetcher:
                 continue                  # re-added meanwhile: the new entry starts over
             a = answers.get(p.key)
             if a is None or a["error_code"]:
+                log.info("%s-%d: leader %d answered OffsetForLeaderEpoch with %s; retrying",
+                         p.topic, p.index, self.leader_id,
+                         "nothing" if a is None else ErrorCode(a["error_code"]).name)
                 self._back_off(fp)
                 continue
             self._truncate_one(fp, a["leader_epoch"], a["end_offset"])

@@ -437,3 +437,44 @@ def test_a_clean_stop_hands_leadership_over_first(zookeeper_server, tmp_path):
         assert produce_one(c.bootstrap, "cs", b"after:0")[0] is None
     finally:
         c.stop()
+
+
+def test_a_leader_cut_off_from_zookeeper_is_replaced_and_fenced(zookeeper_server, tmp_path):
+    """The leader's ZooKeeper connection goes into a blackhole (clients and followers still
+    reach it): its session expires, the controller elects another leader, followers move
+    there; the isolated leader can no longer commit anything (its followers left) and, healed,
+    rejoins as a follower. Nothing acknowledged is lost, the replicas end identical."""
+    from tests.support.proxy import TcpProxy
+    host, port = zookeeper_server.hosts.split(":")
+    chroot = f"z-{uuid.uuid4().hex[:12]}"
+    proxies = [TcpProxy((host, int(port))) for _ in range(3)]
+    c = BrokerCluster(tmp_path, f"{zookeeper_server.hosts}/{chroot}", size=3,
+                      settings={"replica.lag.time.max.ms": 10000})
+    for b, proxy in zip(c.brokers, proxies):
+        b.settings["zookeeper.connect"] = f"127.0.0.1:{proxy.port}/{chroot}"
+    try:
+        c.start()
+        c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
+                   what="3 registered brokers and a controller")
+        create_topic(c, "iso", 1, 3, min_insync_replicas=2)
+        checker = ReplicationChecker()
+        prod, stop, t = run_load(c, "iso", checker)
+        c.wait_for(lambda: len(checker.acked) >= 2000, what="2000 acknowledged records")
+        old = leader_of(c, "iso", 0)
+        proxies[old].blackhole()
+        try:
+            c.wait_for(lambda: leader_of(c, "iso", 0) not in (old, -1), what="a new leader")
+            at = len(checker.acked)
+            c.wait_for(lambda: len(checker.acked) >= at + 2000, timeout=60,
+                       what="2000 more acknowledged records on the new leader")
+        finally:
+            proxies[old].heal()
+        c.wait_for(lambda: sorted(state(c, "iso", 0)["isr"]) == [0, 1, 2], timeout=60,
+                   what="the isolated broker back in the ISR")
+        finish(c, "iso", 1, checker, prod, stop, t)
+    finally:
+        c.stop()
+        for p in proxies:
+            p.close()
+    logs = [replica_records(b.data_dir, "iso", 0) for b in c.brokers]
+    assert logs[0] == logs[1] == logs[2]

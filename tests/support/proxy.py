@@ -1,0 +1,103 @@
+"""A userspace TCP proxy for network-fault tests (no root, no tc or iptables needed).
+
+    with TcpProxy(("127.0.0.1", zk_port)) as proxy:     # listens on proxy.port
+        ... point a client at 127.0.0.1:proxy.port ...
+        proxy.blackhole()     # connections stay open, bytes go nowhere (a cut cable)
+        proxy.heal()          # bytes flow again (what was dropped stays dropped)
+        proxy.cut()           # every connection closed, new ones refused until heal()
+
+A blackhole is the harsher fault: neither side learns anything until its own timeouts fire,
+as when a switch dies; a cut resets connections at once, as when a process or host is gone.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class TcpProxy:
+    def __init__(self, target: tuple[str, int], host: str = "127.0.0.1"):
+        self.target = target
+        self.listener = socket.create_server((host, 0))
+        self.port = self.listener.getsockname()[1]
+        self.mode = "pass"                      # pass | blackhole | cut
+        self._lock = threading.Lock()
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True, name="proxy-accept").start()
+
+    # -- faults ----------------------------------------------------------------------------
+
+    def blackhole(self) -> None:
+        self.mode = "blackhole"
+
+    def cut(self) -> None:
+        self.mode = "cut"
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for a, b in pairs:
+            _close(a)
+            _close(b)
+
+    def heal(self) -> None:
+        self.mode = "pass"
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.mode == "cut":
+                _close(client)
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                _close(client)
+                continue
+            with self._lock:
+                self._pairs.append((client, upstream))
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True,
+                                 name="proxy-pump").start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if self.mode == "pass":
+                    dst.sendall(data)
+                # blackhole: read and drop, so the sender's buffers never fill up either
+        except OSError:
+            pass
+        finally:
+            _close(src)
+            _close(dst)
+
+    def close(self) -> None:
+        self._closed = True
+        _close(self.listener)
+        self.cut()
+
+    def __enter__(self) -> "TcpProxy":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _close(s: socket.socket) -> None:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    try:
+        s.close()
+    except OSError:
+        pass
