@@ -152,6 +152,9 @@ def _arrow_batch(rng: OffsetRange, pr, include_headers: bool) -> pa.RecordBatch:
 # a modest, bounded buffer per Spark task.
 COALESCE_BYTES = 8 << 20
 SINK_COMPRESSION = "lz4"
+# How long a failed task spends aborting its transaction and closing its producer: the task
+# is failing anyway, and a broker that does not answer within this will not soon.
+ABANDON_TIMEOUT_S = 10.0
 
 
 class RecordWriter:
@@ -175,6 +178,7 @@ class RecordWriter:
         self.rows = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0
+        self._transactional = transactional
         if transactional:
             # Fences every earlier attempt of this task (their open transactions are aborted)
             self._producer.init_transactions()
@@ -229,10 +233,27 @@ class RecordWriter:
             for r in self._results:
                 r.result()
             self._producer.send_offsets_to_transaction(progress, group)
-            txn = self._producer._txn
-            return txn.producer_id, txn.producer_epoch
-        finally:
-            self._producer.close()
+        except BaseException:
+            self.abandon()
+            raise
+        txn = self._producer._txn
+        self._producer.close()
+        return txn.producer_id, txn.producer_epoch
+
+    def abandon(self) -> None:
+        """A failed task: abort its transaction (best effort, bounded) so read_committed
+        readers need not wait for the broker to time it out, then close without raising
+        (the task's own error is the one to report). A transaction this cannot abort is
+        aborted by the next attempt's InitProducerId, or times out."""
+        try:
+            if self._transactional:
+                self._producer.abort_transaction(ABANDON_TIMEOUT_S)
+        except Exception as e:
+            log.info("gregor sink: could not abort the failed task's transaction: %s", e)
+        try:
+            self._producer.close(ABANDON_TIMEOUT_S)
+        except Exception:
+            pass
 
     def close(self) -> int:
         """Flush, surface the first failure, close. Returns rows written."""

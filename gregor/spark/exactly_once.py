@@ -3,14 +3,20 @@ micro-batch, committed by the driver once every task of the batch succeeded.
 
 Why it is exactly-once (docs/transactions.md has the full argument):
 - a task writes inside a transaction with the id `<prefix>-<queryId>-<partitionId>`; a retried
-  attempt re-initialises the id, which fences the earlier attempt and aborts its transaction;
+  attempt (or the replay after a restart) re-initialises the id first, which fences the earlier
+  attempt and aborts its transaction, and only then reads the progress offset below;
 - in the same transaction the task commits, for the group named like the transactional id, the
   batch id as an offset of partition 0 of the sink topic: that offset becomes visible exactly
   when the task's records do;
 - the task leaves its transaction open and hands (id, producer id, epoch) to the driver, whose
   commit() ends every task's transaction with EndTxn(commit), and abort() with EndTxn(abort);
 - when the driver dies half-way and Spark replays the batch, a task whose group offset already
-  says this batch (or a later one) writes nothing: its transaction was committed.
+  says this batch (or a later one) writes nothing: its transaction was committed;
+- when a write fails, the driver's abort() also re-initialises the ids of the tasks that
+  reported nothing: Spark kills a failed task's Python worker before it can abort its own
+  transaction, which would otherwise stay open until the broker's transaction timeout.
+
+tests/spark/test_spark_exactly_once_kill.py kills the driver (SIGKILL) at each of these points.
 
 Readers see a batch whole with isolation.level=read_committed (the gregor source's
 `kafka.isolation.level`, any Kafka client's `isolation.level`).
@@ -66,25 +72,28 @@ def write_task(opts: SinkOptions, iterator, write_id: str) -> TaskTransaction:
     query, batch, partition = task_identity(write_id)
     tid = f"{opts.transactional_id_prefix}-{query}-{partition}"
     progress = (opts.topic, 0)
-    with Coordinators(opts.client) as coords:
-        done = coords.committed_offset(tid, progress)
-    if done is not None and done >= batch:
-        log.info("gregor sink: %s already committed batch %d; writing nothing", tid, batch)
-        for _ in iterator:
-            pass
-        return TaskTransaction(0, None)
     cfg = dict(opts.client)
     cfg["transactional.id"] = tid
     cfg["transaction.timeout.ms"] = str(opts.transaction_timeout_ms)
+    # InitProducerId first: it fences an earlier attempt or run of this task and aborts the
+    # transaction it left open (a killed driver leaves every task's transaction open, with
+    # its batch-id offset pending). Only then is the group's committed offset stable; asked
+    # before, OffsetFetch(require_stable) answers UNSTABLE_OFFSET_COMMIT until the broker
+    # times that transaction out (transactionTimeoutMs, 15 minutes by default).
     writer = RecordWriter(cfg, opts.topic, transactional=True)
     try:
+        with Coordinators(opts.client) as coords:
+            done = coords.committed_offset(tid, progress)
+        if done is not None and done >= batch:
+            log.info("gregor sink: %s already committed batch %d; writing nothing", tid, batch)
+            for _ in iterator:
+                pass
+            writer.close()      # nothing was sent: no transaction is open on the broker
+            return TaskTransaction(0, None)
         for b in iterator:
             writer.write(b)
     except BaseException:
-        try:
-            writer.close()      # the transaction stays open; the next attempt aborts it
-        except Exception:
-            pass
+        writer.abandon()
         raise
     pid, epoch = writer.prepare({progress: (batch, f"spark-batch:{batch}")}, tid)
     return TaskTransaction(writer.rows, tid, pid, epoch)
@@ -101,6 +110,36 @@ def end_all(client_config: dict, messages, commit: bool, timeout_s: float = 60.0
                                    commit, timeout_s)
             rows += m.rows
     return rows
+
+
+def fence_failed(client_config: dict, base: str | None, messages, timeout_ms: int,
+                 timeout_s: float = 60.0) -> list[str]:
+    """On the driver, when a write fails: InitProducerId for the transactional id of every task
+    that reported no message (`<base>-<partitionId>`), which aborts a transaction such a task
+    left open. Spark kills a failed task's Python worker (SIGKILL) before the task can abort
+    its own transaction, and a batch write's ids are never used again: without this its
+    records would hold back read_committed readers of the topic (the last stable offset)
+    until the broker times the transaction out. `base` None (a streaming batch none of whose
+    tasks reported, so the query id is unknown here): nothing to do; the query's restart
+    fences the same ids. Returns the fenced ids."""
+    if base is None:
+        return []
+    fenced = []
+    with Coordinators(client_config) as coords:
+        for partition, m in enumerate(messages):
+            if m is None:
+                tid = f"{base}-{partition}"
+                coords.fence(tid, timeout_ms, timeout_s)
+                fenced.append(tid)
+    return fenced
+
+
+def base_of(messages) -> str | None:
+    """`<prefix>-<query id>` from a task's message (tasks name their id `<base>-<partition>`)."""
+    for m in messages:
+        if m is not None and m.transactional_id:
+            return m.transactional_id.rsplit("-", 1)[0]
+    return None
 
 
 class Coordinators:
@@ -148,6 +187,15 @@ class Coordinators:
         self._call(tid, 1, "EndTxn", 3,
                    lambda v: {"transactional_id": tid, "producer_id": pid,
                               "producer_epoch": epoch, "committed": commit},
+                   timeout_s, lambda r: r["error_code"])
+
+    def fence(self, tid: str, transaction_timeout_ms: int, timeout_s: float) -> None:
+        """InitProducerId for tid: bumps its epoch, fencing whoever holds it, and aborts its
+        open transaction (CONCURRENT_TRANSACTIONS, retried, while that abort completes)."""
+        self._call(tid, 1, "InitProducerId", 4,
+                   lambda v: {"transactional_id": tid,
+                              "transaction_timeout_ms": transaction_timeout_ms,
+                              "producer_id": -1, "producer_epoch": -1},
                    timeout_s, lambda r: r["error_code"])
 
     def committed_offset(self, group: str, tp: tuple[str, int],

@@ -5,12 +5,13 @@ Read: `spark.read` / `spark.readStream` with the options and schema of Spark's K
 (string or binary) and optional `key`, `headers`, `topic`, `partition` columns, or the `topic`
 option.
 
-Delivery guarantee of the sink: at-least-once. Each Spark task writes through its own
-idempotent producer and flushes before it reports success, so a record is never lost and a
+Delivery guarantee of the sink: at-least-once by default. Each Spark task writes through its
+own idempotent producer and flushes before it reports success, so a record is never lost and a
 producer retry never duplicates it; but a task that Spark re-runs (failure, speculation) or a
-micro-batch replayed after a crash writes its records again. Exactly-once needs transactions
-(a later issue). The source side is exactly-once for a streaming query: offsets are in the
-checkpoint and each micro-batch reads exactly the planned offset ranges.
+micro-batch replayed after a crash writes its records again. With
+deliveryGuarantee=exactly-once, tasks write in transactions the driver commits
+(gregor/spark/exactly_once.py). The source side is exactly-once for a streaming query: offsets
+are in the checkpoint and each micro-batch reads exactly the planned offset ranges.
 """
 from __future__ import annotations
 
@@ -97,8 +98,12 @@ class GregorBatchWriter(DataSourceArrowWriter):
     def abort(self, messages) -> None:
         if self.opts.exactly_once:
             rows = exactly_once.end_all(self.opts.client, messages, commit=False)
+            base = f"{self.opts.transactional_id_prefix}-{self.write_id}"
+            exactly_once.fence_failed(self.opts.client, base, messages,
+                                      self.opts.transaction_timeout_ms)
             log.warning("gregor sink: job failed; aborted the transactions of finished tasks "
-                        "(%d rows never become visible to read_committed readers)", rows)
+                        "(%d rows never become visible to read_committed readers) and of "
+                        "failed ones", rows)
             return
         written = sum(m.rows for m in messages if m is not None)
         log.warning("gregor sink: job failed after %d rows were already written by finished tasks; "
@@ -126,6 +131,8 @@ class GregorStreamWriter(DataSourceStreamArrowWriter):
     def abort(self, messages, batchId: int) -> None:
         if self.opts.exactly_once:
             exactly_once.end_all(self.opts.client, messages, commit=False)
+            exactly_once.fence_failed(self.opts.client, exactly_once.base_of(messages),
+                                      messages, self.opts.transaction_timeout_ms)
             log.warning("gregor sink: micro-batch %d failed; its transactions are aborted and "
                         "it is written again when retried", batchId)
             return

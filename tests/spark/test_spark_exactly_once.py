@@ -96,3 +96,60 @@ def test_streaming_exactly_once_survives_a_replayed_micro_batch(spark, bootstrap
     # read_uncommitted readers see the same: nothing was even written again
     raw = _read_all(bootstrap, dst, 2, "read_uncommitted", 500)
     assert len(raw) == 500
+
+
+
+def _open_transaction(bootstrap, topic) -> dict:
+    """{isolation level: end offset} of partition 0, once they agree (no transaction open
+    there) or after 30 s."""
+    import time
+
+    from gregor.client.consumer import Consumer
+    ends, deadline = {}, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for iso in ("read_uncommitted", "read_committed"):
+            c = Consumer({"bootstrap.servers": bootstrap, "isolation.level": iso})
+            ends[iso] = c.end_offsets([(topic, 0)])[(topic, 0)]
+            c.close()
+        if ends["read_uncommitted"] == ends["read_committed"]:
+            break
+        time.sleep(0.2)
+    return ends
+
+
+def test_a_failed_write_leaves_no_transaction_open(spark, bootstrap, make_topic):
+    """A task that fails after it sent records: Spark kills its Python worker, so the task
+    cannot abort; the driver's abort fences its transactional id, which aborts it. Without
+    that, read_committed readers of the topic would wait for the broker to time the
+    transaction out (transactionTimeoutMs, 15 minutes by default)."""
+    from pyspark.sql.functions import udf
+    topic = make_topic(1)
+
+    @udf("long")
+    def fail_once_sent(i):
+        # The task's sink sends every ~8 MiB (COALESCE_BYTES); the row 190000 waits until
+        # records are in the topic, then fails the task.
+        if i == 190000:
+            import time
+
+            from gregor.client.consumer import Consumer
+            c = Consumer({"bootstrap.servers": bootstrap})
+            deadline = time.monotonic() + 60
+            while not c.end_offsets([(topic, 0)])[(topic, 0)] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            c.close()
+            raise RuntimeError("row 190000 fails the task")
+        return i
+    df = spark.range(0, 200000, numPartitions=1).selectExpr(
+        "id", "repeat('x', 100) as pad").select(
+        fail_once_sent("id").cast("string").alias("n"), "pad").selectExpr(
+        "concat(n, pad) as value")
+    with pytest.raises(Exception, match="row 190000 fails the task"):
+        (df.write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", topic).option("deliveryGuarantee", "exactly-once")
+         .mode("append").save())
+    ends = _open_transaction(bootstrap, topic)
+    assert ends["read_uncommitted"] > 0, "the failing task sent nothing: the test proves nothing"
+    assert ends["read_committed"] == ends["read_uncommitted"], \
+        f"the failed task's transaction is still open: {ends}"
+    assert _read_all(bootstrap, topic, 1, "read_committed", 1, timeout=2) == []

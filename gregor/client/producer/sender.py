@@ -55,6 +55,9 @@ class Sender:
         self.idle_until = 0.0
         self.transactional_id = cfg.get("transactional.id")
         self._txn_req = None          # a coordinator request (or lookup) awaiting its answer
+        # (metadata version, deadline): a coordinator was found whose address the metadata
+        # lacks; wait for the update asked for then (or the deadline), not a whole backoff
+        self._coordinator_md: tuple[int, float] | None = None
         self.linger = cfg["linger.ms"] / 1000.0
         self.recheck = max(self.linger, 0.005)
 
@@ -369,6 +372,13 @@ class Sender:
         net = self.network
         key = txn.coordinator_key(req)
         node = txn.coordinators.get(key)
+        if node is not None and self._coordinator_md is not None:
+            version, until = self._coordinator_md
+            if node not in self.metadata.brokers and self.metadata.version == version \
+                    and now < until:
+                txn.put_back(req)       # the metadata response wakes the poll
+                return until - now
+            self._coordinator_md = None
         if node is None or node not in self.metadata.brokers:
             txn.put_back(req)
             return self._find_coordinator(key, now)
@@ -432,8 +442,11 @@ class Sender:
             with txn.lock:
                 txn.coordinators[key] = c["node_id"]
             if c["node_id"] not in self.metadata.brokers:
+                # A new producer's first lookup: the bootstrap connection knows no node ids
+                # yet. Go on as soon as the metadata brings the node's address, instead of
+                # after retry.backoff.ms (which every transactional producer paid at start).
                 self.metadata.request_update()
-                self._init_retry_at = retry_at
+                self._coordinator_md = (self.metadata.version, retry_at)
         self._txn_req = ("FindCoordinator", key)
         net.send(node, "FindCoordinator", body, version, callback=done, now=now)
         return self.request_timeout_ms / 1000.0

@@ -205,3 +205,42 @@ def test_batch_created_while_the_sender_scans_wakes_it():
     [req] = net.pending()
     net.answer_produce(req, offsets={("t", 0): 5})
     assert futs[0].result(0).offset == 5
+
+
+def _coordinator_found_on_an_unknown_node():
+    """A transactional producer whose coordinator lookup names node 5, which the metadata
+    does not list yet (a new producer knows only its bootstrap connection)."""
+    p, net, clock = make_producer({"t": 1}, **{"transactional.id": "tx"})
+    net.versions.update({"FindCoordinator": 3})
+    p._txn.init_transactions()
+    run(p, 1)
+    [find] = net.pending("FindCoordinator")
+    net.respond(find, {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+                       "node_id": 5, "host": "fake", "port": 5})
+    run(p, 2)
+    assert not net.pending("InitProducerId") and not net.pending("FindCoordinator")
+    return p, net, clock
+
+
+def _metadata_with(net, clock, nodes):
+    net.metadata.update({"brokers": [{"node_id": n, "host": "fake", "port": n} for n in nodes],
+                         "topics": []}, clock())
+
+
+def test_init_goes_on_as_soon_as_the_metadata_knows_the_coordinator():
+    p, net, clock = _coordinator_found_on_an_unknown_node()
+    _metadata_with(net, clock, [1, 5])       # no time passes: no retry.backoff.ms wait
+    run(p, 1)
+    [init] = net.pending("InitProducerId")
+    assert init.node_id == 5 and init.request_body["transactional_id"] == "tx"
+
+
+def test_the_coordinator_is_looked_up_again_when_the_metadata_lacks_it():
+    p, net, clock = _coordinator_found_on_an_unknown_node()
+    _metadata_with(net, clock, [1])           # an update without node 5
+    run(p, 1)
+    assert net.pending("FindCoordinator") and not net.pending("InitProducerId")
+    p2, net2, clock2 = _coordinator_found_on_an_unknown_node()
+    clock2.advance(p2._sender.backoff)        # no update at all: again after the backoff
+    run(p2, 1)
+    assert net2.pending("FindCoordinator") and not net2.pending("InitProducerId")
