@@ -128,7 +128,9 @@ class ReplicaManager:
             if p.deleted:
                 continue
             try:
-                t = p.log.begin_sync(force=True)
+                # The active segment's indexes are rebuilt by recovery after an unclean
+                # stop: this round fsyncs the log file alone (Log.begin_sync).
+                t = p.log.begin_sync(force=True, active_indexes=False)
             except Exception:
                 log.exception("could not start the fsync of %s-%d", p.topic, p.index)
                 continue
