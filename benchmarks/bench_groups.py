@@ -51,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_broker import GregorBroker, TansuBroker  # noqa: E402
+from bench_broker import GregorBroker, TansuBroker, cpu_seconds  # noqa: E402
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
@@ -183,9 +183,11 @@ def async_commit_rate(bootstrap: str, seconds: float) -> float:
 OFFSET_COMMIT_VERSION = 8
 
 
-def raw_commit_rate(bootstrap: str, seconds: float, window: int) -> tuple[float, float, float]:
+def raw_commit_rate(bootstrap: str, seconds: float,
+                    window: int) -> tuple[float, float, float, int]:
     """OffsetCommit requests pipelined on one socket, `window` in flight: (commits/s, p50 ms,
-    p99 ms from send to answer). Every answer's error code is checked."""
+    p99 ms from send to answer, commits sent in all, warm-up included). Every 101st answer's
+    error code is checked."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from gregor.protocol.header import decode_response, encode_request
     from gregor.protocol.messages import api
@@ -251,7 +253,7 @@ def raw_commit_rate(bootstrap: str, seconds: float, window: int) -> tuple[float,
     finally:
         sock.close()
     lat.sort()
-    return len(lat) / elapsed, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000
+    return len(lat) / elapsed, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000, n
 
 
 def gregor_read(bootstrap: str, topic: str, partitions: int, total: int, group: str | None,
@@ -345,24 +347,32 @@ def main() -> None:
             rb = rebalance(b.bootstrap, args.members)
             rate, p50, p99 = commit_rate(b.bootstrap, args.seconds)
             arate = async_commit_rate(b.bootstrap, args.seconds)
-            raw = {w: raw_commit_rate(b.bootstrap, args.seconds, w) for w in windows}
+            raw, cpu = {}, {}
+            for w in windows:
+                before = cpu_seconds(b.proc.pid)
+                raw[w] = raw_commit_rate(b.bootstrap, args.seconds, w)
+                # the broker's CPU per commit: steadier than rates on a shared machine
+                cpu[w] = (cpu_seconds(b.proc.pid) - before) / raw[w][3]
         finally:
             b.stop()
-        results[name] = {"rb": rb, "sync": (rate, p50, p99), "async": arate, "raw": raw}
+        results[name] = {"rb": rb, "sync": (rate, p50, p99), "async": arate, "raw": raw,
+                         "cpu": cpu}
         print(f"{name:7s} group of {args.members}: formed in {rb['formed']:5.2f} s, "
               f"{rb['last_join'] * 1000:4.0f} ms after the last JoinGroup, "
               f"{rb['last_arrival']:5.2f} s after the last member's first JoinGroup "
               f"({rb['joins']} JoinGroups)", flush=True)
         print(f"{'':7s} OffsetCommit confluent-kafka sync {rate:6.0f}/s p50 {p50:5.2f} ms p99 "
-              f"{p99:5.2f} ms | async {arate:6.0f}/s | raw pipelined " + ", ".join(
-                  f"w{w} {r[0]:6.0f}/s p99 {r[2]:6.2f} ms" for w, r in raw.items()),
-              flush=True)
+              f"{p99:5.2f} ms | async {arate:6.0f}/s", flush=True)
+        print(f"{'':7s} OffsetCommit raw pipelined " + ", ".join(
+            f"w{w} {r[0]:6.0f}/s p50 {r[1]:6.2f} p99 {r[2]:6.2f} ms cpu {cpu[w] * 1e6:3.0f} us"
+            for w, r in raw.items()), flush=True)
     if "tansu" in results:
         t = results["tansu"]
         for name, g in results.items():
             if name == "tansu":
                 continue
-            raw = ", ".join(f"w{w} {g['raw'][w][0] / t['raw'][w][0]:.2f}x"
+            raw = ", ".join(f"w{w} {g['raw'][w][0] / t['raw'][w][0]:.2f}x (cpu/commit "
+                            f"{g['cpu'][w] / t['cpu'][w]:.2f}x)"
                             for w in windows if w in t["raw"])
             print(f"ratios {name}/tansu: formed {g['rb']['formed'] / t['rb']['formed']:.2f}x, "
                   f"commits/s sync {g['sync'][0] / t['sync'][0]:.2f}x (p99 "
