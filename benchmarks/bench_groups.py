@@ -180,6 +180,20 @@ def async_commit_rate(bootstrap: str, seconds: float) -> float:
     return done[0] / elapsed
 
 
+def fsync_probe(directory: str | None = None, n: int = 200) -> tuple[float, float]:
+    """(p50, p99 ms) of fdatasync after a 100-byte append on this machine's disk, now: a
+    synchronous OffsetCommit on gregor waits for one, so its p99 is bounded below by this."""
+    lat = []
+    with tempfile.NamedTemporaryFile(dir=directory, prefix="bench-groups-fsync-") as f:
+        for _ in range(n):
+            os.write(f.fileno(), b"x" * 100)
+            t = time.perf_counter()
+            os.fdatasync(f.fileno())
+            lat.append(time.perf_counter() - t)
+    lat.sort()
+    return lat[n // 2] * 1000, lat[int(n * 0.99)] * 1000
+
+
 OFFSET_COMMIT_VERSION = 8
 
 
@@ -341,6 +355,9 @@ def main() -> None:
     windows = [int(w) for w in args.windows.split(",") if w]
     results = {}
     for name in names:
+        f50, f99 = fsync_probe()
+        print(f"disk now: fdatasync of a 100-byte append p50 {f50:.2f} ms p99 {f99:.2f} ms",
+              flush=True)
         b = factories[name]()
         b.start()
         try:
