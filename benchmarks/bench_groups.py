@@ -27,6 +27,8 @@ Commits, one client, one partition, explicit offsets:
     encoded once, offsets patched in), N in flight: commits/s and p50/p99 from send to answer.
     This shows the broker's own capacity, without librdkafka's or the consumer's costs, and
     how many in-flight commits one fsync round absorbs (group commit).
+Before each broker a "disk now" line gives the fsync latency of a 100-byte append paced like a
+commit loop: the floor of a synchronous commit's latency on gregor at that moment.
 
     python benchmarks/bench_groups.py --gregor-consumer [--records 200000]
 
