@@ -1,15 +1,34 @@
-"""Consumer groups on gregor vs tansu, side by side in one run, with confluent-kafka (librdkafka)
-as the client: how long a group of 10 members takes to form, and how fast one client commits
-offsets (synchronous OffsetCommit, each answered once durable on gregor).
+"""Consumer groups on gregor vs tansu, side by side in one run: how long a group of 10 members
+takes to form, and how fast one client commits offsets (each OffsetCommit answered once durable
+on gregor: after the group-commit fsync; tansu here keeps everything in memory).
 
     python benchmarks/bench_groups.py [--members 10] [--seconds 3] [--brokers gregor,tansu]
+                                      [--tree before=/path/to/other/tree] [--windows 1,16,256]
 
-Rebalance: the 10 consumers subscribe at once (group.initial.rebalance.delay.ms=0 on gregor;
-tansu has no such setting and holds a new group's first join for half a session timeout);
-the figure is from the first subscribe() to the moment every member holds a share of the
-partitions. Commits: one consumer commits explicit offsets synchronously in a loop (commits/s,
-p50/p99 latency of one commit), then asynchronously with up to 1000 in flight (completions/s). gregor persists (the commit is fsynced before the
-answer), tansu here keeps everything in memory.
+Rebalance (confluent-kafka, librdkafka): the 10 consumers subscribe at once
+(group.initial.rebalance.delay.ms=0 on gregor; tansu has no such setting and holds a new
+group's first join for half a session timeout). Three figures, all ending when every member
+holds a share of the partitions (seen by the application's poll()):
+  - "formed": from the first subscribe();
+  - "last join": from the last JoinGroup request any member sent (the issue's figure: what the
+    coordinator takes once the last member asked to join);
+  - "last arrival": from the first JoinGroup of the member that came last, which also counts
+    the clients' own rejoin timers (librdkafka sends JoinGroup at most once a second unless a
+    revoke or MEMBER_ID_REQUIRED resets its timer, so a member whose SyncGroup was refused with
+    REBALANCE_IN_PROGRESS by a later arrival waits up to 1 s; docs/groups.md).
+JoinGroup send times come from librdkafka's protocol debug log (its own timestamps), captured
+from stderr while the group forms.
+
+Commits, one client, one partition, explicit offsets:
+  - "sync": confluent-kafka commit(asynchronous=False) in a loop: commits/s, p50/p99 latency;
+  - "async": confluent-kafka commit(asynchronous=True), up to 1000 in flight (librdkafka sends
+    one OffsetCommit per call and pipelines them on the coordinator connection): completions/s;
+  - "raw wN": OffsetCommit v8 requests pipelined on one socket by a bare Python client (frames
+    encoded once, offsets patched in), N in flight: commits/s and p50/p99 from send to answer.
+    This shows the broker's own capacity, without librdkafka's or the consumer's costs, and
+    how many in-flight commits one fsync round absorbs (group commit).
+Before each broker a "disk now" line gives the fsync latency of a 100-byte append paced like a
+commit loop: the floor of a synchronous commit's latency on gregor at that moment.
 
     python benchmarks/bench_groups.py --gregor-consumer [--records 200000]
 
@@ -21,13 +40,20 @@ group/assigned.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import re
+import socket
+import struct
 import sys
+import tempfile
 import time
+from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_broker import GregorBroker, TansuBroker  # noqa: E402
+from bench_broker import GregorBroker, TansuBroker, cpu_seconds  # noqa: E402
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
@@ -37,27 +63,70 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
 
 
-def rebalance_seconds(bootstrap: str, members: int) -> float:
+_RDKAFKA_LOG = re.compile(r"^%\d\|(\d+\.\d+)\|\w+\|(\S+)\|.*Sent JoinGroupRequest")
+
+
+@contextlib.contextmanager
+def stderr_to(path: str):
+    """Point file descriptor 2 at path (librdkafka's threads write their log there)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def rebalance(bootstrap: str, members: int) -> dict:
+    """Seconds until every member is assigned: from the first subscribe(), from the last
+    JoinGroup sent, from the first JoinGroup of the member that came last."""
     topic = f"rb-{time.monotonic_ns()}"
     create_topic(bootstrap, topic, members * 2)
-    consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
-                           "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
-                 for _ in range(members)]
-    try:
-        t0 = time.monotonic()
-        for c in consumers:
-            c.subscribe([topic])
-        deadline = t0 + 120
-        while time.monotonic() < deadline:
-            for c in consumers:
-                c.poll(0.01)
-            sizes = [len(c.assignment()) for c in consumers]
-            if all(sizes) and sum(sizes) == members * 2:
-                return time.monotonic() - t0
-        raise SystemExit(f"the group of {members} never formed: {sizes}")
-    finally:
-        for c in consumers:
-            c.close()
+    with tempfile.NamedTemporaryFile(prefix="bench-groups-rdkafka-", suffix=".log") as logf:
+        with stderr_to(logf.name):
+            consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
+                                   "session.timeout.ms": 10000, "heartbeat.interval.ms": 500,
+                                   "debug": "protocol"})
+                         for _ in range(members)]
+            try:
+                t0 = time.time()
+                for c in consumers:
+                    c.subscribe([topic])
+                deadline = t0 + 120
+                sizes: list[int] = []
+                done = None
+                while time.time() < deadline:
+                    for c in consumers:
+                        c.poll(0)
+                    sizes = [len(c.assignment()) for c in consumers]
+                    if all(sizes) and sum(sizes) == members * 2:
+                        done = time.time()
+                        break
+                    time.sleep(0.0005)
+            finally:
+                for c in consumers:
+                    c.close()
+        if done is None:
+            raise SystemExit(f"the group of {members} never formed: {sizes}")
+        joins: dict[str, list[float]] = {}
+        with open(logf.name, errors="replace") as f:
+            for line in f:
+                m = _RDKAFKA_LOG.match(line)
+                if m and float(m.group(1)) <= done:
+                    joins.setdefault(m.group(2), []).append(float(m.group(1)))
+    if len(joins) != members:
+        raise SystemExit(f"saw JoinGroup requests of {len(joins)} of {members} members")
+    last_join = max(max(ts) for ts in joins.values())
+    last_arrival = max(min(ts) for ts in joins.values())
+    # librdkafka's log timestamps have millisecond resolution: never below 0
+    return {"formed": done - t0, "last_join": max(0.0, done - last_join),
+            "last_arrival": max(0.0, done - last_arrival),
+            "joins": sum(len(ts) for ts in joins.values())}
 
 
 def commit_rate(bootstrap: str, seconds: float) -> tuple[float, float, float]:
@@ -111,6 +180,98 @@ def async_commit_rate(bootstrap: str, seconds: float) -> float:
     finally:
         c.close()
     return done[0] / elapsed
+
+
+def fsync_probe(directory: str | None = None, n: int = 1000) -> tuple[float, float]:
+    """(p50, p99 ms) of fsync after a 100-byte append on this machine's disk, now, paced like
+    a loop of synchronous commits: such a commit on gregor waits for one, so its p99 is
+    bounded below by this (this VM's disk stalls ~4-5 ms on about 1% of them)."""
+    lat = []
+    with tempfile.NamedTemporaryFile(dir=directory, prefix="bench-groups-fsync-") as f:
+        for _ in range(n):
+            os.write(f.fileno(), b"x" * 100)
+            t = time.perf_counter()
+            os.fsync(f.fileno())
+            lat.append(time.perf_counter() - t)
+            time.sleep(0.0002)
+    lat.sort()
+    return lat[n // 2] * 1000, lat[int(n * 0.99)] * 1000
+
+
+OFFSET_COMMIT_VERSION = 8
+
+
+def raw_commit_rate(bootstrap: str, seconds: float,
+                    window: int) -> tuple[float, float, float, int]:
+    """OffsetCommit requests pipelined on one socket, `window` in flight: (commits/s, p50 ms,
+    p99 ms from send to answer, commits sent in all, warm-up included). Every 101st answer's
+    error code is checked."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from gregor.protocol.header import decode_response, encode_request
+    from gregor.protocol.messages import api
+    oc = api(8)
+    topic = f"or-{time.monotonic_ns()}"
+    create_topic(bootstrap, topic, 1)
+    marker_offset, marker_corr = 0x5A5A5A5A5A5A5A5A, 0x7A7A7A7A
+    frame = bytearray(encode_request(oc, OFFSET_COMMIT_VERSION, marker_corr, "bench", {
+        "group_id": f"r-{topic}", "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": marker_offset,
+             "committed_leader_epoch": -1, "committed_metadata": ""}]}]}))
+    at_offset = frame.index(struct.pack(">q", marker_offset))
+    at_corr = frame.index(struct.pack(">i", marker_corr))
+    host, port = bootstrap.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sent: deque[float] = deque()
+    lat: list[float] = []
+    buf = bytearray()
+    n = 0
+
+    def check(body: bytes) -> None:
+        corr, resp = decode_response(oc, OFFSET_COMMIT_VERSION, body)
+        code = resp["topics"][0]["partitions"][0]["error_code"]
+        if code:
+            raise SystemExit(f"OffsetCommit {corr} answered error {code}")
+    try:
+        for warm in (True, False):
+            end = time.perf_counter() + (0.3 if warm else seconds)
+            start = time.perf_counter()
+            lat.clear()
+            while True:
+                now = time.perf_counter()
+                if now < end and len(sent) < window:
+                    out = []
+                    while len(sent) < window:
+                        n += 1
+                        struct.pack_into(">i", frame, at_corr, n)
+                        struct.pack_into(">q", frame, at_offset, n)
+                        out.append(bytes(frame))
+                        sent.append(now)
+                    sock.sendall(b"".join(out))
+                elif not sent:
+                    break
+                data = sock.recv(1 << 20)
+                if not data:
+                    raise SystemExit("the broker closed the connection")
+                buf += data
+                now = time.perf_counter()
+                pos = 0
+                while len(buf) - pos >= 4:
+                    (size,) = struct.unpack_from(">i", buf, pos)
+                    if len(buf) - pos - 4 < size:
+                        break
+                    if len(lat) % 101 == 0:
+                        check(bytes(buf[pos + 4:pos + 4 + size]))
+                    pos += 4 + size
+                    lat.append(now - sent.popleft())
+                del buf[:pos]
+            elapsed = time.perf_counter() - start
+    finally:
+        sock.close()
+    lat.sort()
+    return len(lat) / elapsed, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000, n
 
 
 def gregor_read(bootstrap: str, topic: str, partitions: int, total: int, group: str | None,
@@ -178,6 +339,10 @@ def main() -> None:
     ap.add_argument("--members", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--brokers", default="gregor,tansu")
+    ap.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
+                    help="also run the gregor broker of another source tree (e.g. before=/tmp/x)")
+    ap.add_argument("--windows", default="1,16,256",
+                    help="in-flight OffsetCommits of the raw pipelined client, comma-separated")
     ap.add_argument("--gregor-consumer", action="store_true",
                     help="compare gregor's consumer in a group with an assigned one instead")
     ap.add_argument("--records", type=int, default=200000)
@@ -185,25 +350,55 @@ def main() -> None:
     if args.gregor_consumer:
         gregor_consumer_bench(args.records)
         return
+    settings = {"group.initial.rebalance.delay.ms": 0}
+    factories = {"gregor": lambda: GregorBroker(settings), "tansu": TansuBroker}
+    for spec in args.tree:
+        tname, path = spec.split("=", 1)
+        factories[tname] = lambda path=path: GregorBroker(settings, tree=Path(path))
+    names = args.brokers.split(",") + [spec.split("=", 1)[0] for spec in args.tree]
+    windows = [int(w) for w in args.windows.split(",") if w]
     results = {}
-    for name in args.brokers.split(","):
-        b = GregorBroker({"group.initial.rebalance.delay.ms": 0}) if name == "gregor" \
-            else TansuBroker()
+    for name in names:
+        f50, f99 = fsync_probe()
+        print(f"disk now: fsync of a 100-byte append p50 {f50:.2f} ms p99 {f99:.2f} ms",
+              flush=True)
+        b = factories[name]()
         b.start()
         try:
-            rb = rebalance_seconds(b.bootstrap, args.members)
+            rb = rebalance(b.bootstrap, args.members)
             rate, p50, p99 = commit_rate(b.bootstrap, args.seconds)
             arate = async_commit_rate(b.bootstrap, args.seconds)
+            raw, cpu = {}, {}
+            for w in windows:
+                before = cpu_seconds(b.proc.pid)
+                raw[w] = raw_commit_rate(b.bootstrap, args.seconds, w)
+                # the broker's CPU per commit: steadier than rates on a shared machine
+                cpu[w] = (cpu_seconds(b.proc.pid) - before) / raw[w][3]
         finally:
             b.stop()
-        results[name] = (rb, rate, p50, p99, arate)
-        print(f"{name:7s} group of {args.members} formed in {rb:6.2f} s | OffsetCommit sync "
-              f"{rate:6.0f}/s p50 {p50:5.2f} ms p99 {p99:5.2f} ms | async {arate:7.0f}/s",
-              flush=True)
-    if "gregor" in results and "tansu" in results:
-        g, t = results["gregor"], results["tansu"]
-        print(f"ratios gregor/tansu: rebalance time {g[0] / t[0]:.2f}x, commits/s "
-              f"{g[1] / t[1]:.2f}x sync, {g[4] / t[4]:.2f}x async, p99 {g[3] / t[3]:.2f}x")
+        results[name] = {"rb": rb, "sync": (rate, p50, p99), "async": arate, "raw": raw,
+                         "cpu": cpu}
+        print(f"{name:7s} group of {args.members}: formed in {rb['formed']:5.2f} s, "
+              f"{rb['last_join'] * 1000:4.0f} ms after the last JoinGroup, "
+              f"{rb['last_arrival']:5.2f} s after the last member's first JoinGroup "
+              f"({rb['joins']} JoinGroups)", flush=True)
+        print(f"{'':7s} OffsetCommit confluent-kafka sync {rate:6.0f}/s p50 {p50:5.2f} ms p99 "
+              f"{p99:5.2f} ms | async {arate:6.0f}/s", flush=True)
+        print(f"{'':7s} OffsetCommit raw pipelined " + ", ".join(
+            f"w{w} {r[0]:6.0f}/s p50 {r[1]:6.2f} p99 {r[2]:6.2f} ms cpu {cpu[w] * 1e6:3.0f} us"
+            for w, r in raw.items()), flush=True)
+    if "tansu" in results:
+        t = results["tansu"]
+        for name, g in results.items():
+            if name == "tansu":
+                continue
+            raw = ", ".join(f"w{w} {g['raw'][w][0] / t['raw'][w][0]:.2f}x (cpu/commit "
+                            f"{g['cpu'][w] / t['cpu'][w]:.2f}x)"
+                            for w in windows if w in t["raw"])
+            print(f"ratios {name}/tansu: formed {g['rb']['formed'] / t['rb']['formed']:.2f}x, "
+                  f"commits/s sync {g['sync'][0] / t['sync'][0]:.2f}x (p99 "
+                  f"{g['sync'][2] / t['sync'][2]:.2f}x), async {g['async'] / t['async']:.2f}x, "
+                  f"raw {raw}")
 
 
 if __name__ == "__main__":

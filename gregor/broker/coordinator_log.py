@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..protocol.errors import (ErrorCode, NotLeaderOrFollowerError, RequestTimedOutError,
                                error_for_code)
@@ -79,6 +79,28 @@ class CoordinatorLog:
         offset. Raises a KafkaError when the write fails or is not committed in time.
         origin="coordinator" skips the producer sequence rules (a coordinator writing a
         transaction's offsets for a producer, as Kafka's coordinator-origin appends do)."""
+        fut = asyncio.get_running_loop().create_future()
+
+        def done(code: int, last_offset: int) -> None:
+            if not fut.done():
+                fut.set_result((code, last_offset))
+        p = self.append_then(partition, records, done, producer_id=producer_id,
+                             producer_epoch=producer_epoch, base_sequence=base_sequence,
+                             transactional=transactional, origin=origin)
+        code, last = await fut
+        if code:
+            raise _commit_error(p, code, last + 1, self.commit_timeout_ms)
+        return last
+
+    def append_then(self, partition: int, records: list[tuple[bytes, bytes | None]],
+                    done: Callable[[int, int], None], *, producer_id: int = -1,
+                    producer_epoch: int = -1, base_sequence: int = -1,
+                    transactional: bool = False, origin: str = "client"):
+        """append() without a coroutine: append now, then call done(error_code, last_offset)
+        once the batch is committed (error_code REQUEST_TIMED_OUT when it is not within the
+        commit timeout). Raises a KafkaError, without calling done, when the append itself
+        fails. Returns the partition. The group coordinator's store uses this: one callback
+        per batch, no task or future per write."""
         p = self.broker.replica_manager.get(self.topic, partition)
         if p is None:
             raise NotLeaderOrFollowerError(f"{self.topic}-{partition} is not hosted here")
@@ -87,29 +109,42 @@ class CoordinatorLog:
                             producer_epoch=producer_epoch, base_sequence=base_sequence,
                             transactional=transactional)
         info = p.append_records_to_leader(bytearray(data), -1, now, origin=origin)
-        await wait_committed(self.broker, p, info.last_offset + 1, self.commit_timeout_ms)
-        return info.last_offset
+        last = info.last_offset
+        op = _DelayedCommit(self.commit_timeout_ms, p, last + 1,
+                            lambda code: done(code, last))
+        self.broker.replica_manager.produce_purgatory.try_complete_else_watch(op, [p.key])
+        return p
 
 
 async def wait_committed(broker, partition, end_offset: int, timeout_ms: int) -> None:
     """Wait until everything below end_offset of the partition is committed (as acks=all)."""
     fut = asyncio.get_running_loop().create_future()
-    op = _DelayedCommit(timeout_ms, partition, end_offset, fut)
+
+    def done(code: int) -> None:
+        if not fut.done():
+            fut.set_result(code)
+    op = _DelayedCommit(timeout_ms, partition, end_offset, done)
     broker.replica_manager.produce_purgatory.try_complete_else_watch(op, [partition.key])
     code = await fut
     if code:
-        if code == ErrorCode.REQUEST_TIMED_OUT:
-            raise RequestTimedOutError(f"{partition.topic}-{partition.index} did not commit "
-                                       f"offset {end_offset - 1} within {timeout_ms} ms")
-        raise error_for_code(code)
+        raise _commit_error(partition, code, end_offset, timeout_ms)
+
+
+def _commit_error(partition, code: int, end_offset: int, timeout_ms: int) -> Exception:
+    if code == ErrorCode.REQUEST_TIMED_OUT:
+        return RequestTimedOutError(f"{partition.topic}-{partition.index} did not commit "
+                                    f"offset {end_offset - 1} within {timeout_ms} ms")
+    return error_for_code(code)
 
 
 class _DelayedCommit(DelayedOperation):
-    def __init__(self, timeout_ms, partition, end_offset, future):
+    """Waits until the partition commits end_offset, then calls done(error_code)."""
+
+    def __init__(self, timeout_ms, partition, end_offset, done):
         super().__init__(timeout_ms)
         self.partition = partition
         self.end_offset = end_offset
-        self.future = future
+        self.done = done
         self.code = ErrorCode.NONE
 
     def try_complete(self) -> bool:
@@ -123,5 +158,4 @@ class _DelayedCommit(DelayedOperation):
         self.code = ErrorCode.REQUEST_TIMED_OUT
 
     def on_complete(self) -> None:
-        if not self.future.done():
-            self.future.set_result(self.code)
+        self.done(self.code)

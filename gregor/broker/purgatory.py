@@ -72,7 +72,9 @@ class Purgatory:
     def __init__(self, name: str, loop: asyncio.AbstractEventLoop | None = None):
         self.name = name
         self._loop = loop
-        self.watchers: dict[Hashable, list[DelayedOperation]] = {}
+        # key -> its operations, as an insertion-ordered set: a completed operation leaves in
+        # O(1), so a round that completes n waiting operations costs O(n), not O(n^2).
+        self.watchers: dict[Hashable, dict[DelayedOperation, None]] = {}
         self._waiting: dict[DelayedOperation, tuple] = {}   # op -> the keys it watches
         self.expired = 0          # operations completed by their timeout, for metrics/tests
 
@@ -89,7 +91,7 @@ class Purgatory:
             return True
         keys = tuple(keys)
         for key in keys:
-            self.watchers.setdefault(key, []).append(op)
+            self.watchers.setdefault(key, {})[op] = None
         self._waiting[op] = keys
         op._purgatory = self
         if op.timeout_ms == 0:
@@ -105,16 +107,14 @@ class Purgatory:
 
     def _unwatch(self, op: DelayedOperation) -> None:
         # Called once per operation when it completes, so idle keys never pin finished
-        # operations. Lists are rebuilt, not edited, so a caller iterating one is unaffected.
+        # operations.
         keys = self._waiting.pop(op, ())
         for key in keys:
             ops = self.watchers.get(key)
             if ops is None:
                 continue
-            rest = [o for o in ops if o is not op]
-            if rest:
-                self.watchers[key] = rest
-            else:
+            ops.pop(op, None)
+            if not ops:
                 del self.watchers[key]
 
     def check_and_complete(self, key: Hashable) -> int:
@@ -124,7 +124,8 @@ class Purgatory:
         if not ops:
             return 0
         done = 0
-        for op in ops:
+        # A snapshot: completing an operation removes it from the watchers.
+        for op in list(ops):
             if not op.completed and op.try_complete():
                 done += 1
         return done

@@ -81,7 +81,14 @@ class ReplicaManager:
         """Called by a partition after a (non-duplicate) append; sync=False when nobody will
         wait for it to be durable (acks=0/1)."""
         if partition.maybe_advance_high_watermark():
-            self.notify(partition)
+            if partition.wait_for_durable and partition.fsync_counts():
+                # Writes waiting in the produce purgatory wait for the fsync round (its end
+                # wakes them), not for the HW: re-checking each of them on every append made
+                # a burst of n pipelined writes cost O(n^2). Only long-polling fetches may
+                # answer now.
+                self.fetch_purgatory.check_and_complete(partition.key)
+            else:
+                self.notify(partition)
         elif partition.followers:
             # replicated: the HW waits for the followers, whose parked fetches want the
             # new records now
@@ -121,7 +128,9 @@ class ReplicaManager:
             if p.deleted:
                 continue
             try:
-                t = p.log.begin_sync(force=True)
+                # The active segment's indexes are rebuilt by recovery after an unclean
+                # stop: this round fsyncs the log file alone (Log.begin_sync).
+                t = p.log.begin_sync(force=True, active_indexes=False)
             except Exception:
                 log.exception("could not start the fsync of %s-%d", p.topic, p.index)
                 continue

@@ -288,6 +288,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _drain(self) -> None:
         pending = self.pending
+        out: list = []              # frames ready now: written with one writelines()
         while pending and not self.closed:
             head = pending[0]
             res = head.result
@@ -296,6 +297,7 @@ class Connection(asyncio.BufferedProtocol):
                     break
                 if res.cancelled():
                     pending.popleft()
+                    self._flush_out(out)
                     self.close(f"{head.handler.api.name} was cancelled (broker shutting down)")
                     return
                 exc = res.exception()
@@ -303,39 +305,50 @@ class Connection(asyncio.BufferedProtocol):
                     pending.popleft()
                     log.error("%s from %s failed: %r", head.handler.api.name, self.peer, exc,
                               exc_info=exc)
+                    self._flush_out(out)
                     self.close("")
                     return
                 res = res.result()
             pending.popleft()
-            self._write(head.handler, head.version, head.correlation_id, res, head.started)
+            self._write(head.handler, head.version, head.correlation_id, res, head.started,
+                        out)
+        self._flush_out(out)
         if self.paused_for_queue and len(pending) < self.server.max_in_flight // 2 + 1:
             self.paused_for_queue = False
             self._update_reading()
         if not pending and self.close_when_drained and not self.closed:
             self.close(None)
 
-    def _write(self, handler, version, corr, body, started) -> None:
+    def _flush_out(self, out: list) -> None:
+        # Responses that became ready together (pipelined requests answered by one fsync
+        # round) leave in one system call instead of one each.
+        if out and not self.closed:
+            self.transport.writelines(out)
+
+    def _write(self, handler, version, corr, body, started, out: list | None = None) -> None:
+        """Send one response, or append its frame (parts) to out for the caller to send."""
         if self.closed:
             return
         srv = self.server
         try:
             if isinstance(body, (bytes, bytearray)):
-                frame = body
+                parts = [body]
             elif handler.api.key == _FETCH:
                 parts = encode_response_parts(handler.api, version, corr, body)
-                self.transport.writelines(parts)
-                srv.metrics.bytes_out(sum(len(p) for p in parts))
-                srv.metrics.latency(handler.api.key, time.perf_counter() - started)
-                return
             else:
-                frame = encode_response(handler.api, version, corr, body)
+                parts = [encode_response(handler.api, version, corr, body)]
         except Exception:
             log.exception("could not encode the %s v%d response for %s; closing the connection",
                           handler.api.name, version, self.peer)
             self.close("")
             return
-        self.transport.write(frame)
-        srv.metrics.bytes_out(len(frame))
+        if out is not None:
+            out.extend(parts)
+        elif len(parts) == 1:
+            self.transport.write(parts[0])
+        else:
+            self.transport.writelines(parts)
+        srv.metrics.bytes_out(sum(len(p) for p in parts) if len(parts) > 1 else len(parts[0]))
         srv.metrics.latency(handler.api.key, time.perf_counter() - started)
 
     # -- flow control and closing ---------------------------------------------------------

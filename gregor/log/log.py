@@ -345,10 +345,12 @@ class Log:
             self.finish_sync(ticket)
         return new
 
-    def _ticket(self, offset: int, segments: list[Segment]) -> SyncTicket:
+    def _ticket(self, offset: int, segments: list[Segment],
+                active_indexes: bool = True) -> SyncTicket:
         ticket = SyncTicket(offset, self._generation)
+        active = self.segments[-1]
         for seg in segments:
-            ticket.fds += seg.dup_fds()
+            ticket.fds += seg.dup_fds(indexes=active_indexes or seg is not active)
         if self._dir_dirty:          # new segment files since the last sync: make names durable
             ticket.fds.append(dup_dir_fd(self.dir))
             self._dir_dirty = False
@@ -381,9 +383,17 @@ class Log:
         self.finish_sync(ticket)
         return True
 
-    def begin_sync(self, now_ms: int | None = None, *, force: bool = False) -> SyncTicket | None:
+    def begin_sync(self, now_ms: int | None = None, *, force: bool = False,
+                   active_indexes: bool = True) -> SyncTicket | None:
         """Capture the fsync work that is due (or all unflushed data with force); None when
-        there is nothing to do. Call on the log's thread; run the ticket anywhere."""
+        there is nothing to do. Call on the log's thread; run the ticket anywhere.
+
+        active_indexes=False leaves the active segment's index files out (they stay marked
+        dirty, so the roll's flush or a clean close fsyncs them): after an unclean stop
+        recovery always scans the active segment and rebuilds its indexes from the log, so
+        the data's durability does not depend on them. A broker's group commit uses it: an
+        index entry every index.interval.bytes otherwise puts two more fsyncs into every
+        few rounds of small writes, and those rounds set the tail latency."""
         now = self._clock() if now_ms is None else now_ms
         if not force:
             if self._unflushed_messages == 0:
@@ -396,7 +406,8 @@ class Log:
         self._last_flush_ms = now
         return self._ticket(self.log_end_offset, [s for s in self.segments
                                                   if s.next_offset > self._recovery_point
-                                                  or s is self.segments[-1]])
+                                                  or s is self.segments[-1]],
+                            active_indexes=active_indexes)
 
     def finish_sync(self, ticket: SyncTicket) -> None:
         """After ticket.run() succeeded: move the recovery point (ignored if the log was

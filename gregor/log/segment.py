@@ -341,9 +341,12 @@ class Segment:
         self.offset_index.close()
         self.time_index.close()
 
-    def dup_fds(self) -> list[int]:
-        """Duplicates of every open descriptor that may hold unflushed data (see flush.py)."""
+    def dup_fds(self, indexes: bool = True) -> list[int]:
+        """Duplicates of every open descriptor that may hold unflushed data (see flush.py);
+        indexes=False: the log file's only (dirty index files stay marked dirty)."""
         fds = [os.dup(self.fd)]
+        if not indexes:
+            return fds
         for idx in (self.offset_index, self.time_index):
             if idx.dirty:
                 if idx._fd is None:

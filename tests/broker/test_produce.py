@@ -294,3 +294,25 @@ def test_a_producer_bumping_its_own_epoch_restarts_at_sequence_0(tmp_path):
         # every InitProducerId without a transactional id hands out a new id (as Kafka does)
         assert (await _init_pid(b))[0] != pid
     run_broker(tmp_path, s)
+
+
+def test_appends_do_not_recheck_writes_waiting_for_the_fsync(tmp_path):
+    # n pipelined acks=all requests on one partition: each append used to re-check every
+    # waiting one (O(n^2)); they wait for the fsync round, so only its end checks them.
+    async def s(b):
+        await create(b, "t")
+        purgatory = b.replica_manager.produce_purgatory
+        checks = []
+        real = purgatory.check_and_complete
+
+        def counting(key):
+            checks.append(key)
+            return real(key)
+        purgatory.check_and_complete = counting
+        futs = [start_call(b, "Produce", 8, produce_body("t", batch(b"v%d" % i), acks=-1))
+                for i in range(50)]
+        assert purgatory.delayed() == 50 and checks == []
+        resps = await asyncio.gather(*futs)
+        assert [presp(r)["base_offset"] for r in resps] == list(range(50))
+        assert 1 <= len(checks) <= 3       # the fsync round(s) that made them durable
+    run_broker(tmp_path, s)

@@ -541,3 +541,31 @@ def test_receive_over_sockets_huge_declared_frame_then_serving_others(loop_name)
         assert got == corrs
         w2.close()
     run_with_server(scenario, loop_name, max_request_bytes=200_000_000)
+
+
+def test_responses_ready_together_leave_in_one_write():
+    async def main():
+        waiting = []
+
+        def metadata(ctx, req):        # answered later, all at once (as by one fsync round)
+            fut = asyncio.get_running_loop().create_future()
+            waiting.append((fut, _metadata_body(str(ctx.correlation_id))))
+            return fut
+        from gregor.broker.server import Connection
+        srv = make_server()
+        srv.handlers[3] = Handler(METADATA, 0, 8, metadata)
+        conn, transport = Connection(srv), FakeTransport()
+        transport.sock = None
+        conn.connection_made(transport)
+        writes = []
+        transport.write = lambda data: writes.append([data])
+        transport.writelines = lambda parts: writes.append(list(parts))
+        feed(conn, b"".join(encode_request(METADATA, 2, i, "t", {"topics": []})
+                            for i in range(4)))
+        assert len(waiting) == 4 and writes == []
+        for fut, body in waiting:
+            fut.set_result(body)
+        await asyncio.sleep(0)
+        assert len(writes) == 1
+        assert responses(b"".join(writes[0]), METADATA, 2) == [0, 1, 2, 3]
+    asyncio.run(main())

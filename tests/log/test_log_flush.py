@@ -107,3 +107,47 @@ def test_rolled_segment_is_flushed_in_the_background(tmp_path, fsyncs):
     log.close()
     with open(tmp_path / "p" / "recovery-point") as f:
         assert int(f.read()) == 3
+
+
+def test_group_commit_can_leave_the_active_segments_indexes_to_the_roll(tmp_path, fsyncs):
+    log = Log.open(tmp_path / "p", LogConfig(flush_policy="group", index_interval_bytes=100,
+                                             segment_bytes=2000,
+                                             flush_rolled_in_background=False))
+    seg = log.segments[-1]
+    for _ in range(5):
+        log.append(make_batch(1, 120))       # an index entry after each batch
+    assert seg.offset_index.dirty and seg.time_index.dirty
+    ticket = log.begin_sync(force=True, active_indexes=False)
+    assert len(ticket.fds) == 2              # the log file and the directory (new files)
+    ticket.run()
+    log.finish_sync(ticket)
+    assert log.recovery_point == 5
+    assert seg.offset_index.dirty and seg.time_index.dirty     # still owed an fsync
+    n = len(fsyncs)
+    for _ in range(20):                      # rolls: the sealed segment's flush takes them
+        log.append(make_batch(1, 120))
+    assert log.segments[0] is seg and not seg.offset_index.dirty
+    assert not seg.time_index.dirty and len(fsyncs) - n >= 3
+    log.close()
+
+
+def test_unclean_stop_rebuilds_active_indexes_that_were_never_fsynced(tmp_path):
+    d = tmp_path / "p"
+    cfg = dict(flush_policy="group", index_interval_bytes=100, flush_rolled_in_background=False)
+    log = Log.open(d, LogConfig(**cfg))
+    for i in range(10):
+        log.append(make_batch(1, 120, tag=i))
+    ticket = log.begin_sync(force=True, active_indexes=False)
+    ticket.run()
+    log.finish_sync(ticket)
+    expected = [log.read(i, 1 << 20) for i in range(10)]
+    index_files = [f for f in os.listdir(d) if f.endswith((".index", ".timeindex"))]
+    for f in index_files:                    # as if their pages never reached the disk
+        os.truncate(d / f, 0)
+    log.abandon()
+    again = Log.open(d, LogConfig(**cfg))
+    assert not again.recovery_report.clean and again.log_end_offset == 10
+    assert again.recovery_report.segments_scanned == 1
+    assert [again.read(i, 1 << 20) for i in range(10)] == expected
+    assert len(again.segments[-1].offset_index) > 0
+    again.close()

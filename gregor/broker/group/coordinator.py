@@ -31,6 +31,7 @@ log = logging.getLogger("gregor.broker.group")
 E = ErrorCode
 S = GroupState
 TOPIC = "__consumer_offsets"
+PARTITION_CACHE_SIZE = 100_000
 # A failed write of the offsets topic, as the client should see it (Kafka's mapping).
 STORE_ERRORS = {
     E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
@@ -69,10 +70,20 @@ class GroupCoordinator(OffsetsMixin):
         self.metrics = metrics
         self.groups: dict[str, Group] = {}
         self.partitions: dict[int, str] = {}      # owned partition -> "loading" | "loaded"
+        self._partition_cache: dict[str, int] = {}
 
     # -- ownership ------------------------------------------------------------------------
     def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.config.num_partitions)
+        # Java's String.hashCode is a Python loop over the id (~2 us for 20 characters) and
+        # every group request asks for it: remember it, in a dict cleared when it grows past
+        # PARTITION_CACHE_SIZE ids (ids come from clients).
+        p = self._partition_cache.get(group_id)
+        if p is None:
+            if len(self._partition_cache) >= PARTITION_CACHE_SIZE:
+                self._partition_cache.clear()
+            p = self._partition_cache[group_id] = partition_for(group_id,
+                                                                self.config.num_partitions)
+        return p
 
     def group_status(self, group_id: str | None) -> int:
         """Whether requests for this group can be served here now (Kafka's validateGroupStatus)."""

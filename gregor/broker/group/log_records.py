@@ -17,6 +17,12 @@ from ...protocol.primitives import DecodeError
 from ...protocol.schema import Codec, F
 
 _I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_I64x2 = struct.Struct(">qq")
+_KEY_HEAD = struct.Struct(">hh")          # key version, group length
+_V3_HEAD = struct.Struct(">hqih")         # value version, offset, leader epoch, metadata length
+_V1_HEAD = struct.Struct(">hqh")          # value version, offset, metadata length
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
@@ -99,8 +105,13 @@ class GroupValue:
 
 
 def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
-    return _I16.pack(OFFSET_KEY_VERSION) + _OFFSET_KEY.encode(
-        {"group": group, "topic": topic, "partition": partition})
+    # Packed by hand (each OffsetCommit writes one per partition; the Codec takes ~4x as
+    # long); tests check it against _OFFSET_KEY. Strings come from requests whose int16
+    # lengths bound them, so they fit.
+    g = group.encode()
+    t = topic.encode()
+    return b"".join((_KEY_HEAD.pack(OFFSET_KEY_VERSION, len(g)), g, _I16.pack(len(t)), t,
+                     _I32.pack(partition)))
 
 
 def encode_group_key(group: str) -> bytes:
@@ -124,10 +135,19 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | None:
 
 
 def encode_offset_value(v: OffsetValue) -> bytes:
-    version = 1 if v.expire_timestamp >= 0 else 3
-    return _I16.pack(version) + _OFFSET_VALUES[version].encode({
-        "offset": v.offset, "leader_epoch": v.leader_epoch, "metadata": v.metadata or "",
-        "commit_timestamp": v.commit_timestamp, "expire_timestamp": v.expire_timestamp})
+    return offset_value_bytes(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                              v.expire_timestamp)
+
+
+def offset_value_bytes(offset: int, leader_epoch: int, metadata: str | None,
+                       commit_timestamp: int, expire_timestamp: int = -1) -> bytes:
+    """OffsetCommitValue v3 (v1 with an explicit expiry), packed by hand like the key."""
+    m = (metadata or "").encode()
+    if expire_timestamp >= 0:
+        return b"".join((_V1_HEAD.pack(1, offset, len(m)), m,
+                         _I64x2.pack(commit_timestamp, expire_timestamp)))
+    return b"".join((_V3_HEAD.pack(3, offset, leader_epoch, len(m)), m,
+                     _I64.pack(commit_timestamp)))
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:

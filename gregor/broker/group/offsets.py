@@ -112,9 +112,8 @@ class OffsetsMixin:
                           now + retention_ms if retention_ms >= 0 else -1)
             accepted[tp] = c
             records.append((L.encode_offset_key(group.group_id, *tp),
-                            L.encode_offset_value(L.OffsetValue(
-                                c.offset, c.leader_epoch, c.metadata, c.commit_ms,
-                                c.expire_ms))))
+                            L.offset_value_bytes(c.offset, c.leader_epoch, c.metadata,
+                                                 c.commit_ms, c.expire_ms)))
         if not records:
             return respond(results)
         inflight = group.inflight_commits

@@ -41,36 +41,103 @@ class LoopTimers:
 
 
 class LogStore:
-    """store.write for the coordinator: one batch per call, answered when committed."""
+    """store.write for the coordinator, on `__consumer_offsets` through CoordinatorLog.
+
+    Writes are queued and appended once the requests read in this loop iteration are handled
+    (call_soon), per partition in the order they were made. Consecutive plain writes to one
+    partition go out as one batch, up to MERGE_MAX_BYTES: one encode, one append and one wait
+    for the commit (the group-commit fsync) for a whole burst of pipelined OffsetCommits, as
+    Kafka's coordinator runtime batches the records of several write operations. Each write
+    still gets its own last offset and its own answer. A transactional write (TxnOffsetCommit)
+    is a batch of its own producer, so it closes the run. A failed append or commit fails
+    every write of its batch.
+    """
 
     def __init__(self, log_: CoordinatorLog):
         self.log = log_
-        self._tasks: set[asyncio.Task] = set()
+        self._queued: dict[int, list] = {}          # partition -> [(records, done, producer)]
+        self._scheduled = False
 
     def write(self, partition, records, done, producer=None) -> None:
-        task = asyncio.get_running_loop().create_task(
-            self._write(partition, records, done, producer))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._queued.setdefault(partition, []).append((records, done, producer))
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
-    async def _write(self, partition, records, done, producer) -> None:
+    def _flush(self) -> None:
+        self._scheduled = False
+        queued, self._queued = self._queued, {}
+        for partition, writes in queued.items():
+            for run in _runs(writes):
+                self._append(partition, run)
+
+    def _append(self, partition: int, run: list) -> None:
+        producer = run[0][2]
+        records = run[0][0] if len(run) == 1 else [r for w in run for r in w[0]]
         try:
             if producer is None:
-                last = await self.log.append(partition, records)
+                self.log.append_then(partition, records,
+                                     lambda code, last: _answer(run, code, last))
             else:
-                last = await self.log.append(partition, records, producer_id=producer[0],
-                                             producer_epoch=producer[1], transactional=True,
-                                             origin="coordinator")
+                self.log.append_then(partition, records,
+                                     lambda code, last: _answer(run, code, last),
+                                     producer_id=producer[0], producer_epoch=producer[1],
+                                     transactional=True, origin="coordinator")
         except KafkaError as e:
             log.warning("writing %d record(s) to %s-%d failed: %s", len(records), TOPIC,
                         partition, e)
-            done(e.code, -1)
-            return
+            _answer(run, e.code, -1)
         except Exception:
             log.exception("writing to %s-%d failed", TOPIC, partition)
-            done(ErrorCode.UNKNOWN_SERVER_ERROR, -1)
-            return
-        done(0, last)
+            _answer(run, ErrorCode.UNKNOWN_SERVER_ERROR, -1)
+
+
+# What one merged batch of coordinator writes holds at most (key and value bytes): far below
+# max.message.bytes (1 MiB by default), so merging never makes a batch the log refuses; a
+# single larger write still goes alone and gets its own answer.
+MERGE_MAX_BYTES = 256 * 1024
+
+
+def _runs(writes: list) -> list[list]:
+    """Split a partition's queued writes into batches: consecutive plain writes together up to
+    MERGE_MAX_BYTES; each transactional write alone."""
+    runs: list[list] = []
+    current: list = []
+    size = 0
+    for w in writes:
+        if w[2] is not None:
+            if current:
+                runs.append(current)
+                current, size = [], 0
+            runs.append([w])
+            continue
+        n = sum(len(k) + (len(v) if v is not None else 0) for k, v in w[0])
+        if current and size + n > MERGE_MAX_BYTES:
+            runs.append(current)
+            current, size = [], 0
+        current.append(w)
+        size += n
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _answer(run: list, code: int, last_offset: int) -> None:
+    """done(code, last offset of its own records) for each write of a batch."""
+    if code:
+        ends = [-1] * len(run)
+    else:
+        ends = []
+        end = last_offset
+        for records, _done, _p in reversed(run):
+            ends.append(end)
+            end -= len(records)
+        ends.reverse()
+    for (_records, done, _p), last in zip(run, ends):
+        try:
+            done(code, last)
+        except Exception:
+            log.exception("a %s write callback failed", TOPIC)
 
 
 class GroupMetrics:

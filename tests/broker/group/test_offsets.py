@@ -1,6 +1,11 @@
 """Committed offsets: commits, transactional commits, fetch, delete, expiry and loading back."""
 from __future__ import annotations
 
+import struct
+
+import pytest
+
+from gregor.broker.group import log_records as L
 from gregor.protocol.errors import ErrorCode as E
 
 from .fakes import Answer, make
@@ -189,3 +194,28 @@ def _subscription(topics):
     for name in topics:
         body += struct.pack(">h", len(name)) + name.encode()
     return body + struct.pack(">i", -1)
+
+
+@pytest.mark.parametrize("group,topic,partition", [
+    ("g", "t", 0), ("", "x" * 249, 2 ** 31 - 1), ("grüppe-ü", "topic.é", 7)])
+def test_offset_key_packing_matches_the_schema(group, topic, partition):
+    expected = struct.pack(">h", 1) + L._OFFSET_KEY.encode(
+        {"group": group, "topic": topic, "partition": partition})
+    assert L.encode_offset_key(group, topic, partition) == expected
+    assert L.decode_key(expected) == L.OffsetKey(group, topic, partition)
+
+
+@pytest.mark.parametrize("value", [
+    L.OffsetValue(5, -1, "", 1700000000000),
+    L.OffsetValue(2 ** 62, 17, "métadonnées" * 100, 1),
+    L.OffsetValue(0, 3, "m", 1700000000000, 1700000060000)])
+def test_offset_value_packing_matches_the_schema(value):
+    version = 1 if value.expire_timestamp >= 0 else 3
+    expected = struct.pack(">h", version) + L._OFFSET_VALUES[version].encode({
+        "offset": value.offset, "leader_epoch": value.leader_epoch,
+        "metadata": value.metadata, "commit_timestamp": value.commit_timestamp,
+        "expire_timestamp": value.expire_timestamp})
+    assert L.encode_offset_value(value) == expected
+    back = L.decode_offset_value(expected)
+    assert (back.offset, back.metadata, back.commit_timestamp, back.expire_timestamp) == (
+        value.offset, value.metadata, value.commit_timestamp, value.expire_timestamp)
