@@ -399,6 +399,11 @@ class Broker:
         t = self.store.get(name)
         if t is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        self.delete_local_topic(name)
+
+    def delete_local_topic(self, name: str) -> None:
+        """Remove this broker's partitions of a topic and their data (a single node's
+        DeleteTopics; in a cluster, once ZooKeeper no longer has the topic)."""
         self.store.mark_deleting(name)
         for p in self.replica_manager.topic_partitions(name):
             self.replica_manager.remove(p.key)

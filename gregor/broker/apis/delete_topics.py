@@ -1,13 +1,22 @@
-"""DeleteTopics (20): delete topics and their data (two-phase, crash-safe: see topics.py)."""
+"""DeleteTopics (20): delete topics and their data (two-phase, crash-safe: see topics.py).
+
+In a cluster only the controller deletes (NOT_CONTROLLER elsewhere, as Kafka's ZooKeeper-mode
+brokers answer): it marks each topic under /admin/delete_topics, deletes its znodes, and every
+broker drops its replicas when the topic leaves its view (cluster/member.py). The answer comes
+once the controller's own view no longer has the topics, or at timeout_ms (REQUEST_TIMED_OUT).
+"""
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ._txn_common import respond_later
 
 API_KEY = 20
 VERSIONS = (0, 3)           # v4 is the first flexible version
 
 
-def handle(broker, ctx, request) -> dict:
+def handle(broker, ctx, request):
+    if broker.cluster is not None:
+        return _in_cluster(broker, request)
     results = []
     for name in request["topic_names"]:
         res = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
@@ -19,3 +28,37 @@ def handle(broker, ctx, request) -> dict:
             res["error_message"] = e.message
             broker.metrics.error(API_KEY, e.name)
     return {"throttle_time_ms": 0, "responses": results}
+
+
+def _in_cluster(broker, request):
+    names = list(dict.fromkeys(request["topic_names"]))
+    member = broker.cluster
+
+    async def run():
+        if not broker.config.get("delete.topic.enable"):
+            return {n: (ErrorCode.TOPIC_DELETION_DISABLED,
+                        "topic deletion is disabled (delete.topic.enable=false)") for n in names}
+        try:
+            errors = await member.delete_topics(names, request["timeout_ms"])
+        except KafkaError as e:
+            return {n: (e.code, e.message) for n in names}
+        out = {}
+        for n in names:
+            e = errors.get(n)
+            if e is not None:
+                out[n] = (e.code, e.message)
+            elif n in member.snapshot.topics:
+                out[n] = (ErrorCode.REQUEST_TIMED_OUT, "marked for deletion; not deleted yet")
+            else:
+                out[n] = (ErrorCode.NONE, None)
+        return out
+
+    def build(codes) -> dict:
+        results = []
+        for n in request["topic_names"]:
+            code, message = (codes or {}).get(n, (ErrorCode.REQUEST_TIMED_OUT, None))
+            results.append({"name": n, "error_code": code, "error_message": message})
+            if code:
+                broker.metrics.error(API_KEY, ErrorCode(code).name)
+        return {"throttle_time_ms": 0, "responses": results}
+    return respond_later(run(), build)

@@ -17,7 +17,8 @@ import time
 
 from ...protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
                                 InvalidReplicaAssignmentError, InvalidReplicationFactorError,
-                                InvalidTopicError, NotControllerError, TopicAlreadyExistsError)
+                                InvalidTopicError, NotControllerError, TopicAlreadyExistsError,
+                                UnknownTopicOrPartitionError)
 from ..config import ConfigError, validate_topic_configs
 from ..topics import new_uuid_string, topic_name_error
 from . import znodes as z
@@ -92,8 +93,11 @@ class Controller:
         # stays with it until it is gone (then it is an ordinary dead broker)
         self.shutting_down &= set(snap.brokers)
         live = set(snap.brokers)
+        deleted = await self._delete_marked(snap)
         updates, fresh = [], []
         for name, view in snap.topics.items():
+            if view.deleting:
+                continue
             for p, replicas in view.assignment.partitions.items():
                 state = view.states.get(p)
                 if state is None:
@@ -107,7 +111,7 @@ class Controller:
                     new.zk_version = state.zk_version
                     updates.append((name, p, new))
         if not updates and not fresh:
-            return 0
+            return deleted
         try:
             await self.store.create_states(fresh, self.epoch_zk_version)
             await self.store.update_states(updates, self.epoch_zk_version)
@@ -120,6 +124,42 @@ class Controller:
             log.info("%s-%d: leader %d, leader epoch %d, ISR %s", name, p, s.leader,
                      s.leader_epoch, s.isr)
         return len(fresh) + len(updates)
+
+    async def _delete_marked(self, snap: ClusterSnapshot) -> int:
+        """Delete the topics marked under /admin/delete_topics (Kafka's ZooKeeper-mode
+        deletion; brokers drop their replicas when the topic leaves their view)."""
+        done = 0
+        for name, view in snap.topics.items():
+            if not view.deleting:
+                continue
+            parts = sorted(p for p in view.assignment.partitions if p in view.states)
+            try:
+                await self.store.delete_topic(name, parts, self.epoch_zk_version)
+            except ControllerMoved:
+                self.step_down("/controller_epoch moved on (another controller was elected)")
+                return done
+            except Conflict as e:
+                log.warning("deleting topic %r: %s; retried at the next change", name, e)
+                continue
+            log.info("deleted topic %r", name)
+            done += 1
+        return done
+
+    async def delete_topics(self, snap: ClusterSnapshot, names: list[str]) -> dict:
+        """DeleteTopics on the controller: mark each topic for deletion; {name: error}."""
+        if not self.active:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller "
+                                     f"(broker {snap.controller_id} is)")
+        out = {}
+        for name in names:
+            if name not in snap.topics:
+                out[name] = UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            elif name in INTERNAL_TOPICS:
+                out[name] = InvalidTopicError(f"{name!r} is an internal topic")
+            else:
+                await self.store.mark_for_deletion(name)
+                out[name] = None
+        return out
 
     def _unclean(self, view) -> bool:
         value = view.configs.get("unclean.leader.election.enable")

@@ -73,6 +73,8 @@ class ClusterMember:
         self._isr_writes: set[tuple[str, int]] = set()
         self.isr_writes = 0               # ISR changes this broker wrote, for tests and logs
         self._fence_timer: asyncio.TimerHandle | None = None
+        self._seen_topics: set[str] = set()      # topics of the previous view
+        self._strays_checked = False
         self._refusing = False
 
     # -- joining ---------------------------------------------------------------------------
@@ -312,6 +314,7 @@ class ClusterMember:
         """Open the partitions this broker replicates and mark which ones it leads."""
         b, me = self.broker, self.broker_id
         rm = b.replica_manager
+        self._drop_deleted(snap)
         for name, view in snap.topics.items():
             mine = [p for p, r in view.assignment.partitions.items() if me in r]
             if not mine or view.deleting:
@@ -344,6 +347,43 @@ class ClusterMember:
                     part.is_leader = False
                     rm.notify(part)
                 self.fetchers.unfollow(part.key)
+
+    def _drop_deleted(self, snap: ClusterSnapshot) -> None:
+        """Delete the local replicas of topics deleted in ZooKeeper (marked for deletion, or
+        gone since the previous view). A topic this broker has on disk but ZooKeeper has never
+        shown it (e.g. deleted while the broker was down) is left alone and logged: deleting
+        data on the absence of a znode would trust a ZooKeeper path more than the disk."""
+        current = {n for n, v in snap.topics.items() if not v.deleting}
+        if not self._strays_checked:
+            self._strays_checked = True
+            strays = sorted(n for n in self.broker.store.topics
+                            if n not in snap.topics and not n.startswith("__"))
+            if strays:
+                log.warning("topic(s) %s are on disk but not in ZooKeeper (deleted while this "
+                            "broker was down?); left alone: delete their directories by hand",
+                            ", ".join(strays))
+        gone = {n for n in self._seen_topics if n not in current}
+        gone |= {n for n, v in snap.topics.items() if v.deleting}
+        self._seen_topics = current
+        for name in sorted(gone):
+            if name.startswith("__") or self.broker.store.get(name) is None:
+                continue
+            for part in self.broker.replica_manager.topic_partitions(name):
+                self.fetchers.unfollow(part.key)
+            self.broker.delete_local_topic(name)
+
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> dict:
+        """DeleteTopics on the controller: {name: error or None}, once our own view no longer
+        has the topics (or the timeout passed)."""
+        out = await self.controller.delete_topics(self.snapshot, names)
+        marked = [n for n, e in out.items() if e is None]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, timeout_ms) / 1000.0
+        while any(n in self.snapshot.topics for n in marked) and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+            if self._refreshing is None or self._refreshing.done():
+                self.request_refresh()
+        return out
 
     def _apply_state(self, part, state: z.PartitionState, replicas: list[int]) -> None:
         """Lead or follow as the partition's state in ZooKeeper says."""

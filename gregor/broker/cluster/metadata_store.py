@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
-from kazoo.exceptions import (BadVersionError, NodeExistsError, NoNodeError, RolledBackError,
-                              ZookeeperError)
+from kazoo.exceptions import (BadVersionError, NodeExistsError, NoNodeError, NotEmptyError,
+                              RolledBackError, ZookeeperError)
 
 from . import znodes as z
 
@@ -338,6 +338,32 @@ class MetadataStore:
             raise ControllerMoved("the controller changed while electing leaders")
         if any(isinstance(r, BadVersionError) for r in results):
             raise Conflict("a partition state changed meanwhile")
+        _raise_first(results)
+
+    async def mark_for_deletion(self, name: str) -> None:
+        """/admin/delete_topics/<name>: the controller deletes the topic (Kafka's layout)."""
+        try:
+            await self._wait(self.client.create_async(z.DELETE_TOPICS + "/" + name, b""))
+        except NodeExistsError:
+            pass
+
+    async def delete_topic(self, name: str, partitions: list[int],
+                           epoch_zk_version: int) -> None:
+        """Every znode of the topic and its deletion marker, in one fenced multi-op."""
+        tx = self.client.transaction()
+        tx.check(z.CONTROLLER_EPOCH, epoch_zk_version)
+        for p in partitions:
+            tx.delete(z.state_path(name, p))
+            tx.delete(z.partition_path(name, p))
+        tx.delete(z.partitions_path(name))
+        tx.delete(z.topic_path(name))
+        tx.delete(z.topic_config_path(name))
+        tx.delete(z.DELETE_TOPICS + "/" + name)
+        results = await self._wait(tx.commit_async())
+        if isinstance(results[0], BadVersionError):
+            raise ControllerMoved("the controller changed while deleting a topic")
+        if any(isinstance(r, (NoNodeError, NotEmptyError)) for r in results):
+            raise Conflict(f"topic {name!r} changed while being deleted")
         _raise_first(results)
 
     # -- a leader's ISR changes (fenced by the state's zkVersion) ---------------------------

@@ -428,9 +428,32 @@ def test_gregor_clients_find_leaders_on_different_brokers(cluster):
     assert sorted(r.value for r in got) == sorted(f"v{i}".encode() for i in range(60))
 
 
-def test_topic_changes_not_supported_yet_say_so(cluster):
-    create_topic_confluent(cluster.bootstrap, "keep", 1, 1)
-    with WireClient(cluster.by_id(cluster.controller_id()).port) as w:
-        r = w.request("DeleteTopics", 1, {"topic_names": ["keep"], "timeout_ms": 5000})
-    assert r["responses"][0]["error_code"] == 42                   # INVALID_REQUEST
-    assert cluster.zk.exists("/brokers/topics/keep") is not None
+def test_delete_topics_on_the_controller_removes_znodes_and_every_replica(cluster):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    create_topic_confluent(cluster.bootstrap, "gone", 2, 3)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(20):
+        p.produce("gone", b"old-%d" % i, partition=i % 2)
+    assert p.flush(30) == 0
+    assert all((b.data_dir / "gone-0").is_dir() for b in cluster.brokers)
+    others = [b for b in cluster.brokers if b.broker_id != cluster.controller_id()]
+    with WireClient(others[0].port) as w:                 # only the controller deletes
+        r = w.request("DeleteTopics", 1, {"topic_names": ["gone"], "timeout_ms": 5000})
+    assert r["responses"][0]["error_code"] == 41                   # NOT_CONTROLLER
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # finds the controller
+    admin.delete_topics(["gone"], operation_timeout=20)["gone"].result(60)
+    assert cluster.zk.exists("/brokers/topics/gone") is None
+    assert cluster.zk.exists("/config/topics/gone") is None
+    assert cluster.zk.exists("/admin/delete_topics/gone") is None
+    cluster.wait_for(lambda: not any((b.data_dir / f"gone-{i}").exists()
+                                     for b in cluster.brokers for i in range(2)),
+                     what="every replica's directory removed")
+    for b in cluster.brokers:
+        assert metadata(b.port, ["gone"])["topics"][0]["error_code"] == 3   # UNKNOWN_TOPIC
+    # the name can be used again, empty
+    create_topic_confluent(cluster.bootstrap, "gone", 1, 3)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g"})
+    lo, hi = c.get_watermark_offsets(TopicPartition("gone", 0), timeout=30)
+    c.close()
+    assert (lo, hi) == (0, 0)
