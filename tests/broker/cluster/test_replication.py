@@ -478,3 +478,66 @@ def test_a_leader_cut_off_from_zookeeper_is_replaced_and_fenced(zookeeper_server
             p.close()
     logs = [replica_records(b.data_dir, "iso", 0) for b in c.brokers]
     assert logs[0] == logs[1] == logs[2]
+
+
+def test_gregors_own_clients_follow_a_failover_without_loss(zookeeper_server, tmp_path):
+    """gregor's producer (idempotent, acks=all) and consumer through a kill -9 of the leader:
+    they find the new leader by themselves; the checker finds nothing lost, duplicated or
+    reordered."""
+    from gregor import Consumer, Producer
+    c = new_cluster(zookeeper_server, tmp_path)
+    try:
+        create_topic(c, "own", 2, 3, min_insync_replicas=2)
+        checker = ReplicationChecker()
+        errors: list = []
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all",
+                      "enable.idempotence": True, "linger.ms": 2,
+                      "delivery.timeout.ms": 120000, "request.timeout.ms": 5000,
+                      "metadata.max.age.ms": 1000})
+
+        def done(md, err, value):
+            if err is None:
+                checker.acknowledged(value, md.partition, md.offset)
+            else:
+                errors.append(err)
+        stop = threading.Event()
+
+        def produce():
+            i = 0
+            while not stop.is_set():
+                key = b"k%d" % (i % 8)
+                value = key + b":" + str(i).encode()
+                checker.sent_record(value)
+                p.send("own", value=value, key=key,
+                       callback=lambda md, err, v=value: done(md, err, v))
+                i += 1
+                if i % 50 == 0:
+                    time.sleep(0.005)
+        t = threading.Thread(target=produce, daemon=True)
+        t.start()
+        c.wait_for(lambda: len(checker.acked) >= 2000, what="2000 acknowledged records")
+        old = leader_of(c, "own", 0)
+        c.by_id(old).kill()
+        c.wait_for(lambda: leader_of(c, "own", 0) not in (old, -1), what="a new leader")
+        at = len(checker.acked)
+        c.wait_for(lambda: len(checker.acked) >= at + 2000, timeout=60,
+                   what="2000 more acknowledged records")
+        stop.set()
+        t.join(30)
+        p.flush()
+        p.close()
+        assert not errors, errors[:3]
+        consumer = Consumer({"bootstrap.servers": c.bootstrap, "auto.offset.reset": "earliest",
+                             "metadata.max.age.ms": 1000})
+        try:
+            consumer.assign([("own", 0), ("own", 1)])
+            deadline = time.monotonic() + 90
+            while len({v for v in checker.read_at}) < len(checker.acked) and \
+                    time.monotonic() < deadline:
+                for r in consumer.poll(0.5) or []:
+                    checker.consumed(r.partition, r.offset, r.key, r.value)
+        finally:
+            consumer.close()
+        assert checker.problems() == [], checker.summary()
+    finally:
+        c.stop()
