@@ -93,6 +93,7 @@ class Broker:
         self.groups = None               # the group coordinator service (group/service.py)
         # Cluster mode (zookeeper.connect set): membership, view of ZooKeeper, controller.
         self.cluster = None
+        self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
 
     # -- start / stop -----------------------------------------------------------------------
@@ -106,6 +107,9 @@ class Broker:
         self.producer_ids = self.cluster.producer_ids if self.cluster is not None \
             else ProducerIdManager(self.data_dir)
         self.store.load()
+        if self.cluster is not None:
+            from .cluster import hw_checkpoint
+            self._saved_hws = hw_checkpoint.read(self.data_dir)
         for t in list(self.store.topics.values()):
             if t.deleting:
                 log.info("finishing the deletion of topic %r", t.name)
@@ -302,6 +306,12 @@ class Broker:
         p = Partition(topic, index, log_, cfg, self.broker_id)
         if self.cluster is not None:
             p.is_leader = False       # until ZooKeeper says so
+            saved = self._saved_hws.pop((topic, index), None)
+            if saved is not None:
+                p.high_watermark = max(log_.log_start_offset, min(saved, log_.log_end_offset))
+                if p.high_watermark < log_.log_end_offset:
+                    # so that long polls wake when the HW passes the saved one
+                    p._uncommitted.append((log_.log_end_offset, 1))
         self.replica_manager.add(p)
         return p
 

@@ -158,6 +158,8 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("replica.lag.time.max.ms", "long", 30000,
        "A follower not caught up with its leader for this long leaves the ISR."),
     _s("replica.fetch.wait.max.ms", "int", 500, "Longest a follower's fetch waits for data."),
+    _s("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
+       "How often the high watermarks are saved to replication-offset-checkpoint."),
     _s("replica.fetch.min.bytes", "int", 1, "Bytes a follower's fetch waits for."),
     _s("replica.fetch.max.bytes", "int", 1048576,
        "Bytes a follower asks per partition (at least one batch is always returned)."),

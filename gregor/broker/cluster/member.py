@@ -70,6 +70,7 @@ class ClusterMember:
         self.refreshes = 0
         self.fetchers = ReplicaFetcherManager(broker, self._endpoint)
         self._isr_task: asyncio.Task | None = None
+        self._hw_task: asyncio.Task | None = None
         self._isr_writes: set[tuple[str, int]] = set()
         self.isr_writes = 0               # ISR changes this broker wrote, for tests and logs
         self._fence_timer: asyncio.TimerHandle | None = None
@@ -131,6 +132,7 @@ class ClusterMember:
         self.store.on_session = self._on_session
         await self.refresh_now()
         self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop())
+        self._hw_task = asyncio.get_running_loop().create_task(self._hw_checkpoint_loop())
 
     async def _register(self) -> None:
         b = self.broker
@@ -158,6 +160,12 @@ class ClusterMember:
             self._refreshing.cancel()
         if self._isr_task is not None:
             self._isr_task.cancel()
+        if self._hw_task is not None:
+            self._hw_task.cancel()
+        try:
+            self.save_high_watermarks()
+        except OSError as e:
+            log.warning("could not save the high watermarks: %s", e)
         await self.fetchers.close()
         await self.store.close()      # ends the session: our ephemeral nodes go at once
 
@@ -433,6 +441,27 @@ class ClusterMember:
                 self.check_isr()
             except Exception:
                 log.exception("ISR check failed")
+
+    def save_high_watermarks(self) -> None:
+        """replication-offset-checkpoint: the high watermark of every replicated partition."""
+        from . import hw_checkpoint
+        rm = self.broker.replica_manager
+        hws = {p.key: p.high_watermark for p in rm.partitions.values() if not p.deleted}
+        hw_checkpoint.write(self.broker.data_dir, hws)
+
+    async def _hw_checkpoint_loop(self) -> None:
+        interval = int(self.broker.config.get("replica.high.watermark.checkpoint.interval.ms"))
+        loop = asyncio.get_running_loop()
+        while not self._closed:
+            await asyncio.sleep(max(0.05, interval / 1000.0))
+            try:
+                # a small file, but fsynced: off the event loop
+                rm = self.broker.replica_manager
+                hws = {p.key: p.high_watermark for p in rm.partitions.values() if not p.deleted}
+                from . import hw_checkpoint
+                await loop.run_in_executor(None, hw_checkpoint.write, self.broker.data_dir, hws)
+            except Exception:
+                log.exception("saving the high watermarks failed")
 
     def check_isr(self, only=None) -> None:
         """Start an ISR write for every led partition (or only `only`) whose ISR should

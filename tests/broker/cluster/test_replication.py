@@ -164,6 +164,13 @@ def test_acks_all_waits_for_followers_and_every_replica_holds_the_same_log(
         logs = [replica_records(b.data_dir, "rep", p) for b in c.brokers]
         assert len(logs[0]) == ends[p]
         assert logs[0] == logs[1] == logs[2]
+    # saved at each clean stop: the leader's HW is the log end (everything was committed);
+    # a follower's may lag, as on Kafka (it learns the HW from its next fetch)
+    from gregor.broker.cluster import hw_checkpoint
+    saved = [hw_checkpoint.read(b.data_dir) for b in c.brokers]
+    for p in range(2):
+        hws = [s.get(("rep", p), -1) for s in saved]
+        assert max(hws) == ends[p] and min(hws) >= 0, hws
 
 
 def leader_of(c: BrokerCluster, topic: str, p: int) -> int:
