@@ -17,8 +17,8 @@ import time
 
 from ...protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
                                 InvalidReplicaAssignmentError, InvalidReplicationFactorError,
-                                InvalidTopicError, NotControllerError, TopicAlreadyExistsError,
-                                UnknownTopicOrPartitionError)
+                                InvalidRequestError, InvalidTopicError, NotControllerError,
+                                TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 from ..config import ConfigError, validate_topic_configs
 from ..topics import new_uuid_string, topic_name_error
 from . import znodes as z
@@ -144,6 +144,63 @@ class Controller:
             log.info("deleted topic %r", name)
             done += 1
         return done
+
+    async def add_partitions(self, snap: ClusterSnapshot, name: str, total: int,
+                             assignments: list | None, validate_only: bool) -> None:
+        """CreatePartitions on the controller: place the new partitions (round robin as
+        Kafka's AdminUtils continues it, or the request's assignment) and write them.
+        Raises the KafkaError the topic's result carries."""
+        if not self.active:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller "
+                                     f"(broker {snap.controller_id} is)")
+        view = snap.topics.get(name)
+        if view is None or view.deleting:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        current = len(view.assignment.partitions)
+        if total <= current:
+            raise InvalidPartitionsError(
+                f"topic {name!r} has {current} partitions; the new count {total} must be "
+                "larger (partitions cannot be removed)")
+        if total > MAX_PARTITIONS_PER_TOPIC:
+            raise InvalidPartitionsError(f"{total} partitions is more than a topic may have "
+                                         f"here ({MAX_PARTITIONS_PER_TOPIC})")
+        rf = len(view.assignment.partitions[0])
+        live = sorted(snap.brokers)
+        if assignments:
+            if len(assignments) != total - current:
+                raise InvalidReplicaAssignmentError(
+                    f"{len(assignments)} assignments given for {total - current} new partitions")
+            new = {}
+            for i, a in enumerate(assignments):
+                ids = list(a.get("broker_ids") or [])
+                if len(ids) != rf or len(set(ids)) != rf or any(b not in snap.brokers
+                                                                 for b in ids):
+                    raise InvalidReplicaAssignmentError(
+                        f"assignment {ids} must name {rf} distinct registered brokers "
+                        f"(live: {live})")
+                new[current + i] = ids
+        else:
+            try:
+                new = assign_replicas(live, total - current, rf, start_partition=current)
+            except AssignmentError as e:
+                raise InvalidReplicationFactorError(f"{e} (live brokers: {live})") from None
+        if validate_only:
+            return
+        full = dict(view.assignment.partitions)
+        full.update(new)
+        states = {p: initial_state(r, set(snap.brokers), self.epoch) for p, r in new.items()}
+        try:
+            await self.store.add_partitions(name, z.TopicAssignment(full,
+                                                                    view.assignment.topic_id),
+                                            states, self.epoch_zk_version)
+        except ControllerMoved:
+            self.step_down("/controller_epoch moved on (another controller was elected)")
+            raise NotControllerError("the controller changed while adding partitions; "
+                                     "retry") from None
+        except Conflict as e:
+            raise InvalidRequestError(f"{e}; retry") from None
+        log.info("topic %r: partitions %d..%d added: %s", name, current, total - 1,
+                 ", ".join(f"{p}->{r}" for p, r in sorted(new.items())))
 
     async def delete_topics(self, snap: ClusterSnapshot, names: list[str]) -> dict:
         """DeleteTopics on the controller: mark each topic for deletion; {name: error}."""

@@ -329,6 +329,8 @@ class ClusterMember:
                 continue
             t = b.store.get(name)
             count = len(view.assignment.partitions)
+            if t is not None and t.partitions < count:
+                b.store.set_partitions(name, count)      # CreatePartitions on the controller
             if t is None:
                 t = TopicInfo(name, topic_id_hex(view.assignment.topic_id), count,
                               dict(view.configs), int(time.time() * 1000))
@@ -379,6 +381,30 @@ class ClusterMember:
             for part in self.broker.replica_manager.topic_partitions(name):
                 self.fetchers.unfollow(part.key)
             self.broker.delete_local_topic(name)
+
+    async def add_partitions(self, topics: list[dict], validate_only: bool,
+                             timeout_ms: int) -> dict:
+        """CreatePartitions on the controller: {name: error or None}, once our own view shows
+        the new partitions (or the timeout passed)."""
+        out, added = {}, {}
+        for t in topics:
+            try:
+                await self.controller.add_partitions(self.snapshot, t["name"], t["count"],
+                                                     t["assignments"], validate_only)
+                out[t["name"]] = None
+                if not validate_only:
+                    added[t["name"]] = t["count"]
+            except KafkaError as e:
+                out[t["name"]] = e
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, timeout_ms) / 1000.0
+
+        def shown(n, count):
+            v = self.snapshot.topics.get(n)
+            return v is not None and len(v.states) >= count
+        while not all(shown(n, c) for n, c in added.items()) and loop.time() < deadline:
+            await self.refresh_now()
+        return out
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> dict:
         """DeleteTopics on the controller: {name: error or None}, once our own view no longer

@@ -340,6 +340,22 @@ class MetadataStore:
             raise Conflict("a partition state changed meanwhile")
         _raise_first(results)
 
+    async def add_partitions(self, name: str, assignment: z.TopicAssignment,
+                             states: dict[int, z.PartitionState], epoch_zk_version: int) -> None:
+        """The topic's new assignment and the new partitions' states, fenced."""
+        tx = self.client.transaction()
+        tx.check(z.CONTROLLER_EPOCH, epoch_zk_version)
+        tx.set_data(z.topic_path(name), assignment.encode())
+        for p, state in sorted(states.items()):
+            tx.create(z.partition_path(name, p), b"")
+            tx.create(z.state_path(name, p), state.encode())
+        results = await self._wait(tx.commit_async())
+        if isinstance(results[0], BadVersionError):
+            raise ControllerMoved("the controller changed while adding partitions")
+        if any(isinstance(r, (NodeExistsError, NoNodeError)) for r in results):
+            raise Conflict(f"topic {name!r} changed while partitions were added")
+        _raise_first(results)
+
     async def mark_for_deletion(self, name: str) -> None:
         """/admin/delete_topics/<name>: the controller deletes the topic (Kafka's layout)."""
         try:

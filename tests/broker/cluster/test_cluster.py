@@ -457,3 +457,29 @@ def test_delete_topics_on_the_controller_removes_znodes_and_every_replica(cluste
     lo, hi = c.get_watermark_offsets(TopicPartition("gone", 0), timeout=30)
     c.close()
     assert (lo, hi) == (0, 0)
+
+
+def test_create_partitions_on_the_controller_adds_replicated_partitions(cluster):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    create_topic_confluent(cluster.bootstrap, "grow", 1, 3)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_partitions([NewPartitions("grow", 3)],
+                            operation_timeout=20)["grow"].result(60)
+    doc = cluster.json("/brokers/topics/grow")
+    assert sorted(doc["partitions"]) == ["0", "1", "2"]
+    assert all(len(r) == 3 for r in doc["partitions"].values())
+    cluster.wait_for(lambda: all((b.data_dir / "grow-2").is_dir() for b in cluster.brokers),
+                     what="every broker hosting the new partitions")
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(30):
+        p.produce("grow", b"%d" % i, partition=i % 3)
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "grow"})
+    ends = [c.get_watermark_offsets(TopicPartition("grow", i), timeout=30)[1] for i in range(3)]
+    c.close()
+    assert ends == [10, 10, 10]
+    with pytest.raises(Exception, match="INVALID_PARTITIONS"):
+        admin.create_partitions([NewPartitions("grow", 2)],
+                                operation_timeout=20)["grow"].result(60)
+
