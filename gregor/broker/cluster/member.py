@@ -331,6 +331,8 @@ class ClusterMember:
             count = len(view.assignment.partitions)
             if t is not None and t.partitions < count:
                 b.store.set_partitions(name, count)      # CreatePartitions on the controller
+            if t is not None and dict(t.configs) != dict(view.configs):
+                self._apply_configs(name, dict(view.configs))      # AlterConfigs
             if t is None:
                 t = TopicInfo(name, topic_id_hex(view.assignment.topic_id), count,
                               dict(view.configs), int(time.time() * 1000))
@@ -381,6 +383,38 @@ class ClusterMember:
             for part in self.broker.replica_manager.topic_partitions(name):
                 self.fetchers.unfollow(part.key)
             self.broker.delete_local_topic(name)
+
+    def _apply_configs(self, name: str, configs: dict[str, str]) -> None:
+        from ..partition import log_config_for
+        b = self.broker
+        b.store.set_configs(name, configs)
+        cfg = b.topic_config(name)
+        log_cfg = log_config_for(cfg)
+        for p in b.replica_manager.topic_partitions(name):
+            p.update_config(cfg)
+            p.log.config = log_cfg
+        log.info("topic %r configs are now %s", name, configs or "the broker defaults")
+
+    async def alter_topic_configs(self, name: str, configs: dict[str, str | None],
+                                  validate_only: bool) -> None:
+        """AlterConfigs of a topic: validated, written to /config/topics/<t>, and answered
+        once this broker's view has it (the others apply it from their watches)."""
+        from ...protocol.errors import InvalidConfigurationError, UnknownTopicOrPartitionError
+        from ..config import ConfigError, validate_topic_configs
+        view = self.snapshot.topics.get(name)
+        if view is None or view.deleting:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        clean = {k: str(v) for k, v in configs.items() if v is not None}
+        try:
+            validate_topic_configs(clean)
+        except ConfigError as e:
+            raise InvalidConfigurationError(str(e)) from None
+        if validate_only:
+            return
+        await self.store.set_topic_config(name, clean)
+        snap = await self.refresh_now()
+        if dict(snap.topics[name].configs) != clean:
+            log.warning("topic %r: configs changed again meanwhile", name)
 
     async def add_partitions(self, topics: list[dict], validate_only: bool,
                              timeout_ms: int) -> dict:

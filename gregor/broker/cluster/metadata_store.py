@@ -232,7 +232,8 @@ class MetadataStore:
         broker_reads = {int(i): self._wait(c.get_async(z.broker_path(int(i)), watch=w))
                         for i in ids if i.isdigit()}
         topic_reads = {t: self._wait(c.get_async(z.topic_path(t), watch=w)) for t in topics}
-        config_reads = {t: self._wait(c.get_async(z.topic_config_path(t))) for t in topics}
+        config_reads = {t: self._wait(c.get_async(z.topic_config_path(t), watch=w))
+                        for t in topics}
         epoch_read = self._wait(c.get_async(z.CONTROLLER_EPOCH))
         ctrl_read = self._wait(c.get_async(z.CONTROLLER, watch=w)) if ctrl else None
         for bid, fut in broker_reads.items():
@@ -355,6 +356,11 @@ class MetadataStore:
         if any(isinstance(r, (NodeExistsError, NoNodeError)) for r in results):
             raise Conflict(f"topic {name!r} changed while partitions were added")
         _raise_first(results)
+
+    async def set_topic_config(self, name: str, configs: dict[str, str]) -> None:
+        """/config/topics/<t> (unfenced: Kafka's AdminZkClient writes it from any broker)."""
+        await self._wait(self.client.set_async(z.topic_config_path(name),
+                                               z.encode_topic_config(configs)))
 
     async def mark_for_deletion(self, name: str) -> None:
         """/admin/delete_topics/<name>: the controller deletes the topic (Kafka's layout)."""

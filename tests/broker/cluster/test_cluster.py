@@ -483,3 +483,30 @@ def test_create_partitions_on_the_controller_adds_replicated_partitions(cluster)
         admin.create_partitions([NewPartitions("grow", 2)],
                                 operation_timeout=20)["grow"].result(60)
 
+
+def test_alter_configs_reaches_every_broker_and_the_leader_applies_it(cluster):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    create_topic_confluent(cluster.bootstrap, "tuned", 1, 3)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    res = ConfigResource(ConfigResource.Type.TOPIC, "tuned",
+                         set_config={"min.insync.replicas": "4", "retention.ms": "3600000"})
+    admin.alter_configs([res])[res].result(60)
+    assert cluster.json("/config/topics/tuned")["config"] == {
+        "min.insync.replicas": "4", "retention.ms": "3600000"}
+
+    def described(b):
+        with WireClient(b.port) as w:
+            r = w.request("DescribeConfigs", 1, {"resources": [{
+                "resource_type": 2, "resource_name": "tuned", "configuration_keys": None}],
+                "include_synonyms": False})
+        return {c["name"]: c["value"] for c in r["results"][0]["configs"]}
+    cluster.wait_for(lambda: all(described(b).get("min.insync.replicas") == "4"
+                                 for b in cluster.brokers), what="every broker's view")
+    out = {}
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "retries": 0,
+                  "message.timeout.ms": 10000})
+    p.produce("tuned", b"x", on_delivery=lambda err, m: out.update(err=err))
+    p.flush(30)
+    assert out["err"] is not None and out["err"].name() == "NOT_ENOUGH_REPLICAS"
+
