@@ -469,10 +469,15 @@ class Broker:
             raise InvalidConfigurationError(str(e)) from None
         if validate_only:
             return
-        self.store.set_configs(name, clean)
-        cfg = self.topic_config(t)
+        self.apply_topic_configs(name, clean)
+
+    def apply_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Store the topic's own settings and apply them to its partitions here (a single
+        node's AlterConfigs; in a cluster, when /config/topics/<t> changes)."""
+        self.store.set_configs(name, configs)
+        cfg = self.topic_config(name)
         log_cfg = log_config_for(cfg)
         for p in self.replica_manager.topic_partitions(name):
             p.update_config(cfg)
             p.log.config = log_cfg
-        log.info("topic %r configs are now %s", name, clean or "the broker defaults")
+        log.info("topic %r configs are now %s", name, configs or "the broker defaults")

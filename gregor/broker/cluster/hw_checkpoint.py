@@ -1,5 +1,5 @@
 """`replication-offset-checkpoint`: each partition's high watermark, saved per data directory
-(Kafka's text format: a version line 0, a count line, then `topic partition offset` lines).
+(Kafka's offset checkpoint format, gregor/log/offset_checkpoint.py).
 
 In a cluster a broker's log may end past what was committed (records a follower fetched that
 the leader never committed, a leader's tail no follower had). After a restart the high
@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..topics import write_atomically
+from ...log.offset_checkpoint import read_offsets, write_offsets
 
 log = logging.getLogger("gregor.broker.cluster")
 
@@ -24,29 +24,11 @@ FILE_NAME = "replication-offset-checkpoint"
 def read(data_dir: Path) -> dict[tuple[str, int], int]:
     path = Path(data_dir) / FILE_NAME
     try:
-        lines = path.read_text().split("\n")
-    except OSError:
-        return {}
-    try:
-        if lines[0].strip() != "0":
-            raise ValueError(f"version {lines[0]!r}")
-        count = int(lines[1])
-        out = {}
-        for line in lines[2:2 + count]:
-            topic, partition, offset = line.rsplit(" ", 2)
-            out[(topic, int(partition))] = int(offset)
-        if len(out) != count:
-            raise ValueError(f"{len(out)} entries, header says {count}")
-        return out
-    except (ValueError, IndexError) as e:
+        return read_offsets(path)
+    except (ValueError, OSError) as e:
         log.warning("%s is unreadable (%s); high watermarks start at the log ends", path, e)
         return {}
 
 
-def encode(hws: dict[tuple[str, int], int]) -> bytes:
-    lines = [f"{t} {p} {o}" for (t, p), o in sorted(hws.items())]
-    return ("0\n" + f"{len(lines)}\n" + "".join(line + "\n" for line in lines)).encode()
-
-
 def write(data_dir: Path, hws: dict[tuple[str, int], int]) -> None:
-    write_atomically(Path(data_dir) / FILE_NAME, encode(hws))
+    write_offsets(Path(data_dir) / FILE_NAME, hws)

@@ -332,7 +332,7 @@ class ClusterMember:
             if t is not None and t.partitions < count:
                 b.store.set_partitions(name, count)      # CreatePartitions on the controller
             if t is not None and dict(t.configs) != dict(view.configs):
-                self._apply_configs(name, dict(view.configs))      # AlterConfigs
+                b.apply_topic_configs(name, dict(view.configs))    # AlterConfigs
             if t is None:
                 t = TopicInfo(name, topic_id_hex(view.assignment.topic_id), count,
                               dict(view.configs), int(time.time() * 1000))
@@ -383,17 +383,6 @@ class ClusterMember:
             for part in self.broker.replica_manager.topic_partitions(name):
                 self.fetchers.unfollow(part.key)
             self.broker.delete_local_topic(name)
-
-    def _apply_configs(self, name: str, configs: dict[str, str]) -> None:
-        from ..partition import log_config_for
-        b = self.broker
-        b.store.set_configs(name, configs)
-        cfg = b.topic_config(name)
-        log_cfg = log_config_for(cfg)
-        for p in b.replica_manager.topic_partitions(name):
-            p.update_config(cfg)
-            p.log.config = log_cfg
-        log.info("topic %r configs are now %s", name, configs or "the broker defaults")
 
     async def alter_topic_configs(self, name: str, configs: dict[str, str | None],
                                   validate_only: bool) -> None:
