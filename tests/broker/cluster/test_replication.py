@@ -4,6 +4,7 @@ records, and a kill -9 of a leader loses no acknowledged record (checked by
 tests/support/checker.py with a real client, confluent-kafka, on both sides)."""
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -543,6 +544,10 @@ def test_gregors_own_clients_follow_a_failover_without_loss(zookeeper_server, tm
         c.stop()
 
 
+FAULT_COUNT = int(os.environ.get("GREGOR_FAULT_COUNT", 6))
+
+
+@pytest.mark.timeout(120 + 40 * FAULT_COUNT)
 def test_random_faults_lose_nothing(zookeeper_server, tmp_path):
     """A seeded random sequence of faults (kill -9, SIGSTOP past the session, a clean stop,
     the ZooKeeper link blackholed, the brokers' links to one broker blackholed or cut, for
@@ -551,11 +556,10 @@ def test_random_faults_lose_nothing(zookeeper_server, tmp_path):
     (every ISR whole) before the next. Then every acknowledged record is read exactly once
     at its offset and the replicas' logs are identical. The seed is printed, so a failure can
     be replayed (GREGOR_FAULT_SEED); GREGOR_FAULT_COUNT runs a longer sequence."""
-    import os
     import random
     import signal
     seed = int(os.environ.get("GREGOR_FAULT_SEED", random.randrange(1 << 30)))
-    count = int(os.environ.get("GREGOR_FAULT_COUNT", 6))
+    count = FAULT_COUNT
     print(f"GREGOR_FAULT_SEED={seed} GREGOR_FAULT_COUNT={count}")
     rng = random.Random(seed)
     lag_ms = 6000
