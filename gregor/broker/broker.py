@@ -25,6 +25,7 @@ from ..protocol.errors import (InvalidConfigurationError, InvalidRequestError,
 from . import apis
 from .apis import api_versions
 from .config import BrokerConfig, ConfigError, validate_topic_configs
+from .listeners import ListenerConfig
 from .metrics import BrokerMetrics
 from .partition import Partition, log_config_for
 from .producer_ids import ProducerIdManager
@@ -85,6 +86,8 @@ class Broker:
         self.port = 0
         self.advertised_host = ""
         self.advertised_port = 0
+        self.listeners = ListenerConfig.from_config(config)
+        self.endpoints: dict[str, tuple[str, int]] = {}     # listener -> advertised address
         self.metrics_port: int | None = None
         self._tasks: list[asyncio.Task] = []
         self._shutdown_started = False
@@ -128,6 +131,11 @@ class Broker:
         from .group.service import GroupService
         self.groups = GroupService(self)
 
+    def endpoint(self, listener: str | None = None) -> tuple[str, int]:
+        """Where this broker is reached on a listener (the first one when None or unknown)."""
+        found = self.endpoints.get(listener) if listener else None
+        return found or (self.advertised_host, self.advertised_port)
+
     async def start(self, metrics_port: int | None = None) -> tuple[str, int]:
         if self.config.get("zookeeper.connect"):
             from .cluster.member import ClusterMember
@@ -151,17 +159,16 @@ class Broker:
             unsupported_version_response=lambda: api_versions.unsupported_version_body(self),
             socket_send_buffer=int(cfg.get("socket.send.buffer.bytes")),
             socket_receive_buffer=int(cfg.get("socket.receive.buffer.bytes")))
-        host, port = cfg.listener()
-        self.host, self.port = await self.server.start(host or "127.0.0.1", port)
-        adv = cfg.advertised_listener()
-        if adv is not None:
-            self.advertised_host, self.advertised_port = adv
-            if not self.advertised_port:
-                self.advertised_port = self.port
-        else:
-            self.advertised_host = self.host if self.host not in ("0.0.0.0", "::", "") \
-                else socket.gethostname()
-            self.advertised_port = self.port
+        bound = {}
+        for lst in self.listeners.listeners:
+            bound[lst.name] = await self.server.start(lst.host or "127.0.0.1", lst.port,
+                                                      lst.name)
+        self.host, self.port = bound[self.listeners.listeners[0].name]
+        self.endpoints = {lst.name: (lst.host, lst.port)
+                          for lst in self.listeners.advertise(bound, socket.gethostname())}
+        self.advertised_host, self.advertised_port = \
+            self.endpoints.get(self.listeners.listeners[0].name) or \
+            next(iter(self.endpoints.values()))
         self.metrics.watch_purgatories(self.replica_manager.purgatories)
         self.metrics.watch_partitions(lambda: list(self.replica_manager.partitions.values()))
         if metrics_port is not None:

@@ -40,7 +40,16 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
     _s("listeners", "list", "PLAINTEXT://127.0.0.1:9092",
        "Where to listen. Kafka binds all interfaces by default; we default to loopback so a "
        "test broker is never reachable from the network by accident."),
-    _s("advertised.listeners", "list", None, "Addresses given to clients in Metadata."),
+    _s("advertised.listeners", "list", None, "Addresses given to clients in Metadata, per "
+       "listener name (default: listeners)."),
+    _s("listener.security.protocol.map", "string",
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "Security protocol of each listener name; only PLAINTEXT is served."),
+    _s("inter.broker.listener.name", "string", None,
+       "Listener brokers use to reach each other (default: the one named after "
+       "security.inter.broker.protocol)."),
+    _s("security.inter.broker.protocol", "string", "PLAINTEXT",
+       "Protocol between brokers; only PLAINTEXT."),
     _s("log.dirs", "list", None, "Data directory (one; several are not supported)."),
     _s("log.dir", "string", "/tmp/kafka-logs", "Data directory used when log.dirs is unset."),
     _s("num.partitions", "int", 1, "Partitions of auto-created topics."),
@@ -389,13 +398,6 @@ class BrokerConfig:
             return parts[0]
         return self.get("log.dir")
 
-    def listener(self) -> tuple[str, int]:
-        return parse_listener(str(self.get("listeners")))
-
-    def advertised_listener(self) -> tuple[str, int] | None:
-        adv = self.get("advertised.listeners")
-        return parse_listener(str(adv)) if adv else None
-
     def retention_ms(self) -> int:
         if self.get("log.retention.ms") is not None:
             return int(self.get("log.retention.ms"))
@@ -424,23 +426,6 @@ class BrokerConfig:
 
     def topic_defaults(self) -> dict[str, Any]:
         return {k: self.broker_value_for_topic(k) for k in TOPIC_SETTINGS}
-
-
-def parse_listener(spec: str) -> tuple[str, int]:
-    """'PLAINTEXT://host:port' or 'host:port' (first entry of a list) -> (host, port)."""
-    first = spec.split(",")[0].strip()
-    if "://" in first:
-        scheme, first = first.split("://", 1)
-        if scheme.upper() not in ("PLAINTEXT",):
-            raise ConfigError(f"listener {spec!r}: only PLAINTEXT is supported")
-    host, sep, port = first.rpartition(":")
-    if not sep:
-        raise ConfigError(f"listener {spec!r} must look like HOST:PORT")
-    host = host.strip("[]")
-    try:
-        return host, int(port)
-    except ValueError:
-        raise ConfigError(f"listener {spec!r}: port {port!r} is not a number") from None
 
 
 def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, Any]:

@@ -73,6 +73,11 @@ class RequestContext:
     def peer(self) -> str:
         return self.connection.peer if self.connection is not None else "local"
 
+    @property
+    def listener(self) -> str | None:
+        """The listener the request came in on (None for in-process calls)."""
+        return self.connection.listener if self.connection is not None else None
+
 
 class Handler:
     """One API key's handler: versions we serve and the function that serves them."""
@@ -98,8 +103,9 @@ class _Pending:
 
 
 class Connection(asyncio.BufferedProtocol):
-    def __init__(self, server: "Server"):
+    def __init__(self, server: "Server", listener: str = "PLAINTEXT"):
         self.server = server
+        self.listener = listener             # name of the listener it came in on
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.rx = ReceiveBuffer()
@@ -422,7 +428,7 @@ class Server:
         # set while a cluster member is cut off from ZooKeeper: connections are refused so
         # clients go to brokers whose view of the cluster is current
         self.refusing = False
-        self._server: asyncio.AbstractServer | None = None
+        self._servers: list[asyncio.AbstractServer] = []
         self._idle_task: asyncio.Task | None = None
 
     def reserve(self, n: int) -> bool:
@@ -439,11 +445,14 @@ class Server:
                 conn.paused_for_memory = False
                 conn._update_reading()
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
+    async def start(self, host: str, port: int, listener: str = "PLAINTEXT") -> tuple[str, int]:
+        """Listen on host:port; connections accepted there belong to the named listener.
+        Called once per listener."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: Connection(self), host, port,
-                                                reuse_address=True, backlog=1024)
-        sock = self._server.sockets[0]
+        server = await loop.create_server(lambda: Connection(self, listener), host, port,
+                                          reuse_address=True, backlog=1024)
+        self._servers.append(server)
+        sock = server.sockets[0]
         import socket as _socket
         for opt, val in ((_socket.SO_SNDBUF, self.socket_send_buffer),
                          (_socket.SO_RCVBUF, self.socket_receive_buffer)):
@@ -452,7 +461,8 @@ class Server:
                     sock.setsockopt(_socket.SOL_SOCKET, opt, val)
                 except OSError:
                     pass
-        self._idle_task = loop.create_task(self._close_idle())
+        if self._idle_task is None:
+            self._idle_task = loop.create_task(self._close_idle())
         addr = sock.getsockname()
         return addr[0], addr[1]
 
@@ -479,8 +489,8 @@ class Server:
 
     def stop_accepting(self) -> None:
         self.stopping = True
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             conn._update_reading()
 
@@ -498,9 +508,9 @@ class Server:
             self._idle_task.cancel()
         for conn in list(self.connections):
             conn.close(None)
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
             try:
-                await asyncio.wait_for(self._server.wait_closed(), 2)
+                await asyncio.wait_for(server.wait_closed(), 2)
             except (asyncio.TimeoutError, Exception):
                 pass

@@ -20,7 +20,8 @@ import click
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--listen", metavar="HOST:PORT", default=None,
-              help="Address to listen on (port 0 picks a free port). Default: listeners "
+              help="Address of the first listener (port 0 picks a free port); other "
+                   "listeners in the listeners setting are kept. Default: listeners "
                    "setting, 127.0.0.1:9092.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Directory for topic data (Kafka's log.dirs).")
@@ -36,19 +37,20 @@ import click
 def command(listen, data_dir, broker_id, config_file, sets, metrics_port, log_level):
     """Run a Kafka-compatible broker."""
     from ..broker.config import BrokerConfig, ConfigError
+    from ..broker.listeners import ListenerConfig, with_first_listener_at
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     options = {}
-    if listen:
-        options["listeners"] = f"PLAINTEXT://{listen}"
     if data_dir:
         options["log.dirs"] = data_dir
     if broker_id is not None:
         options["broker.id"] = broker_id
     try:
         config = BrokerConfig.load(config_file, sets, **options)
-        config.listener()
+        if listen:
+            config.set("listeners", with_first_listener_at(config.get("listeners"), listen))
+        ListenerConfig.from_config(config)
         config.data_dir  # noqa: B018 - validates log.dirs
     except (ConfigError, OSError) as e:
         raise click.UsageError(str(e)) from None

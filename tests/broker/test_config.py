@@ -1,6 +1,6 @@
 import pytest
 
-from gregor.broker.config import (BrokerConfig, ConfigError, parse_listener, parse_properties,
+from gregor.broker.config import (BrokerConfig, ConfigError, parse_properties,
                                   validate_topic_configs)
 
 
@@ -44,15 +44,6 @@ def test_bad_values_are_refused_with_the_setting_name():
         BrokerConfig.load(None, ["auto.create.topics.enable=maybe"])
     with pytest.raises(ConfigError, match="key=value"):
         BrokerConfig.load(None, ["num.partitions"])
-
-
-def test_listeners():
-    assert parse_listener("PLAINTEXT://127.0.0.1:0") == ("127.0.0.1", 0)
-    assert parse_listener("localhost:9092,other:1") == ("localhost", 9092)
-    with pytest.raises(ConfigError):
-        parse_listener("SSL://x:1")
-    with pytest.raises(ConfigError):
-        parse_listener("nohostport")
 
 
 def test_topic_defaults_follow_broker_synonyms():

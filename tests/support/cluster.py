@@ -10,12 +10,14 @@ a busy machine does not lose its session; waits derive from that, never fixed sl
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 
 from kazoo.client import KazooClient
 
 from .broker import BrokerProcess
+from .proxy import TcpProxy
 
 SESSION_MS = 3000
 
@@ -94,3 +96,42 @@ class BrokerCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class ProxiedCluster(BrokerCluster):
+    """A BrokerCluster whose links go through userspace TCP proxies (tests/support/proxy.py),
+    so tests can cut them: `zk_links[i]` is broker i's ZooKeeper connection,
+    `broker_links[i]` broker i's REPLICATION listener (inter.broker.listener.name), which the
+    other brokers use to fetch from it and send it transaction markers. Clients reach every
+    broker directly on its PLAINTEXT listener."""
+
+    def __init__(self, root: Path, zk_hosts: str, chroot: str, size: int = 3, *,
+                 session_ms: int = SESSION_MS, settings: dict | None = None):
+        base = {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+                "inter.broker.listener.name": "REPLICATION"}
+        base.update(settings or {})
+        super().__init__(root, f"{zk_hosts}/{chroot}", size, session_ms=session_ms,
+                         settings=base)
+        host, port = zk_hosts.split(":")
+        self.zk_links = [TcpProxy((host, int(port))) for _ in self.brokers]
+        self.broker_links = []
+        for b, zk_link in zip(self.brokers, self.zk_links):
+            port = _free_port()
+            link = TcpProxy(("127.0.0.1", port))
+            self.broker_links.append(link)
+            b.settings["zookeeper.connect"] = f"127.0.0.1:{zk_link.port}/{chroot}"
+            b.settings["listeners"] = f"PLAINTEXT://127.0.0.1:0,REPLICATION://127.0.0.1:{port}"
+            b.settings["advertised.listeners"] = \
+                f"PLAINTEXT://127.0.0.1:0,REPLICATION://127.0.0.1:{link.port}"
+
+    def stop(self) -> None:
+        try:
+            super().stop()
+        finally:
+            for link in self.zk_links + self.broker_links:
+                link.close()
+
+
+def _free_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        return s.getsockname()[1]

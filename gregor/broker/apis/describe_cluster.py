@@ -12,15 +12,16 @@ NO_AUTHORIZED_OPS = -2147483648
 
 
 def handle(broker, ctx, request) -> dict:
+    host, port = broker.endpoint(ctx.listener)
     body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "endpoint_type": BROKERS_ENDPOINT, "cluster_id": broker.cluster_id,
             "controller_id": broker.broker_id,
-            "brokers": [{"broker_id": broker.broker_id, "host": broker.advertised_host,
-                         "port": broker.advertised_port, "rack": None}],
+            "brokers": [{"broker_id": broker.broker_id, "host": host, "port": port,
+                         "rack": None}],
             "cluster_authorized_operations": NO_AUTHORIZED_OPS}
     if broker.cluster is not None:
         from ..cluster.metadata_api import describe_cluster
-        body.update(describe_cluster(broker.cluster))
+        body.update(describe_cluster(broker.cluster, ctx.listener))
     if request.get("endpoint_type", BROKERS_ENDPOINT) != BROKERS_ENDPOINT:
         body["error_code"] = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
         body["error_message"] = "only broker endpoints (endpoint_type 1) can be described"

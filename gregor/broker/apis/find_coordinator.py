@@ -17,7 +17,7 @@ VERSIONS = (0, 4)           # v5 adds TRANSACTION_ABORTABLE, v6 share groups
 GROUP, TRANSACTION = 0, 1
 
 
-def _find(broker, key: str, key_type: int) -> tuple[int, str | None]:
+def _find(broker, key: str, key_type: int, listener: str | None) -> tuple[int, str | None]:
     if key_type == TRANSACTION:
         coord = broker.txn_coordinator
         if coord is None:
@@ -25,7 +25,8 @@ def _find(broker, key: str, key_type: int) -> tuple[int, str | None]:
         if broker.cluster is not None:
             if not key:
                 return ErrorCode.INVALID_REQUEST, "the transactional id is empty"
-            return _in_cluster(broker, "__transaction_state", coord.partition_for(key))
+            return _in_cluster(broker, "__transaction_state", coord.partition_for(key),
+                               listener)
         return ErrorCode.NONE, None
     if key_type == GROUP:
         coord = broker.group_coordinator
@@ -34,20 +35,22 @@ def _find(broker, key: str, key_type: int) -> tuple[int, str | None]:
         if not key:
             return ErrorCode.INVALID_REQUEST, "the group id is empty"
         if broker.cluster is not None:
-            return _in_cluster(broker, "__consumer_offsets", coord.partition_of(key))
+            return _in_cluster(broker, "__consumer_offsets", coord.partition_of(key), listener)
         code = coord.group_status(key)
         return (code, None) if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else \
             (ErrorCode.NONE, None)
     return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
 
 
-def _in_cluster(broker, topic: str, partition: int):
-    """The leader of the key's partition of the coordinator's internal topic."""
+def _in_cluster(broker, topic: str, partition: int, listener: str | None):
+    """The leader of the key's partition of the coordinator's internal topic, as reached on
+    the listener the request came in on."""
     leader, info = broker.cluster.coordinator_for(topic, partition)
-    if info is None:
+    endpoint = None if info is None else info.endpoint(listener)
+    if endpoint is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, (
             f"{topic} is being created or its partition for this key has no leader yet")
-    return ErrorCode.NONE, (leader, info.host, info.port)
+    return ErrorCode.NONE, (leader, *endpoint)
 
 
 def handle(broker, ctx, request) -> dict:
@@ -55,20 +58,21 @@ def handle(broker, ctx, request) -> dict:
     if ctx.api_version >= 4:
         coordinators = []
         for key in request["coordinator_keys"]:
-            code, message = _find(broker, key, key_type)
+            code, message = _find(broker, key, key_type, ctx.listener)
             coordinators.append({"key": key, "error_code": code,
-                                 **_node(broker, code, message)})
+                                 **_node(broker, code, message, ctx.listener)})
         return {"throttle_time_ms": 0, "coordinators": coordinators}
-    code, message = _find(broker, request["key"], key_type)
-    return {"throttle_time_ms": 0, "error_code": code, **_node(broker, code, message)}
+    code, message = _find(broker, request["key"], key_type, ctx.listener)
+    return {"throttle_time_ms": 0, "error_code": code, **_node(broker, code, message,
+                                                             ctx.listener)}
 
 
-def _node(broker, code: int, found) -> dict:
+def _node(broker, code: int, found, listener: str | None) -> dict:
     """found: an error message, or (node id, host, port) of another broker, or None (us)."""
     if code:
         return {"error_message": found, "node_id": -1, "host": "", "port": -1}
     if isinstance(found, tuple):
         node, host, port = found
         return {"error_message": None, "node_id": node, "host": host, "port": port}
-    return {"error_message": None, "node_id": broker.broker_id,
-            "host": broker.advertised_host, "port": broker.advertised_port}
+    host, port = broker.endpoint(listener)
+    return {"error_message": None, "node_id": broker.broker_id, "host": host, "port": port}

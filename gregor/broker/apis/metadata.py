@@ -20,7 +20,7 @@ def handle(broker, ctx, request) -> dict:
     version = ctx.api_version
     if broker.cluster is not None:
         from ..cluster.metadata_api import metadata
-        return metadata(broker.cluster, version, request)
+        return metadata(broker.cluster, version, request, ctx.listener)
     requested = request["topics"]
     if requested is None or (version == 0 and not requested):
         names = sorted(t.name for t in broker.store.live())
@@ -31,10 +31,10 @@ def handle(broker, ctx, request) -> dict:
     topics = []
     for name in names:
         topics.append(_describe(broker, name, allow_create))
+    host, port = broker.endpoint(ctx.listener)
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": broker.broker_id, "host": broker.advertised_host,
-                     "port": broker.advertised_port, "rack": None}],
+        "brokers": [{"node_id": broker.broker_id, "host": host, "port": port, "rack": None}],
         "cluster_id": broker.cluster_id,
         "controller_id": broker.broker_id,
         "topics": topics,

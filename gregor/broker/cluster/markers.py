@@ -79,15 +79,17 @@ class ClusterMarkers:
     def _connection(self, broker_id: int):
         member = self.broker.cluster
         info = member.snapshot.brokers.get(broker_id)
-        if info is None:
-            raise LookupError(f"broker {broker_id} is not registered")
-        endpoint = (info.host, info.port)
+        endpoint = None if info is None else \
+            info.endpoint(self.broker.listeners.inter_broker)
+        if endpoint is None:
+            raise LookupError(f"broker {broker_id} is not registered with the inter-broker "
+                              "listener")
         held = self._conns.get(broker_id)
         if held is None or held[2] != endpoint:
             if held is not None:
                 held[0].close()
             timeout = int(self.broker.config.get("request.timeout.ms")) / 1000.0
-            conn = LeaderConnection(info.host, info.port,
+            conn = LeaderConnection(*endpoint,
                                     f"gregor-txn-markers-{member.broker_id}", timeout)
             held = (conn, asyncio.Lock(), endpoint)
             self._conns[broker_id] = held

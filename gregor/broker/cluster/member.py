@@ -136,8 +136,10 @@ class ClusterMember:
 
     async def _register(self) -> None:
         b = self.broker
+        endpoints = tuple(f"{name}://{host}:{port}" for name, (host, port)
+                          in b.endpoints.items())
         info = z.BrokerInfo(self.broker_id, b.advertised_host, b.advertised_port,
-                            b.config.get("broker.rack"), int(time.time() * 1000))
+                            b.config.get("broker.rack"), int(time.time() * 1000), endpoints)
         try:
             await self.store.register_broker(info)
         except BrokerIdInUse as e:
@@ -362,24 +364,39 @@ class ClusterMember:
 
     def _drop_deleted(self, snap: ClusterSnapshot) -> None:
         """Delete the local replicas of topics deleted in ZooKeeper (marked for deletion, or
-        gone since the previous view). A topic this broker has on disk but ZooKeeper has never
-        shown it (e.g. deleted while the broker was down) is left alone and logged: deleting
-        data on the absence of a znode would trust a ZooKeeper path more than the disk."""
+        gone since the previous view), and at the first view the stray replicas."""
         current = {n for n, v in snap.topics.items() if not v.deleting}
         if not self._strays_checked:
             self._strays_checked = True
-            strays = sorted(n for n in self.broker.store.topics
-                            if n not in snap.topics and not n.startswith("__"))
-            if strays:
-                log.warning("topic(s) %s are on disk but not in ZooKeeper (deleted while this "
-                            "broker was down?); left alone: delete their directories by hand",
-                            ", ".join(strays))
+            self._drop_strays(snap)
         gone = {n for n in self._seen_topics if n not in current}
         gone |= {n for n, v in snap.topics.items() if v.deleting}
         self._seen_topics = current
         for name in sorted(gone):
             if name.startswith("__") or self.broker.store.get(name) is None:
                 continue
+            for part in self.broker.replica_manager.topic_partitions(name):
+                self.fetchers.unfollow(part.key)
+            self.broker.delete_local_topic(name)
+
+    def _drop_strays(self, snap: ClusterSnapshot) -> None:
+        """Replicas on disk of topics deleted while this broker was down: the topic is no
+        longer in ZooKeeper, or a topic of the same name was created since (another topic
+        id). Kafka deletes such stray replicas at start too; the cluster id check at join
+        (meta.properties against /cluster/id) ensures this is the cluster the data came
+        from. Internal topics are never deleted this way."""
+        for name, local in sorted(self.broker.store.topics.items()):
+            if name.startswith("__"):
+                continue
+            view = snap.topics.get(name)
+            zk_id = None if view is None or not view.assignment.topic_id else \
+                topic_id_hex(view.assignment.topic_id)
+            if view is not None and (zk_id is None or zk_id == local.topic_id):
+                continue
+            why = "is no longer in ZooKeeper" if view is None else \
+                f"was recreated (topic id {zk_id}, this replica's {local.topic_id})"
+            log.warning("deleting the stray replica(s) of topic %r on disk: the topic %s "
+                        "while this broker was down", name, why)
             for part in self.broker.replica_manager.topic_partitions(name):
                 self.fetchers.unfollow(part.key)
             self.broker.delete_local_topic(name)
@@ -477,8 +494,9 @@ class ClusterMember:
             self.fetchers.follow(part, state.leader, state.leader_epoch)
 
     def _endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        """Where another broker is reached by brokers (inter.broker.listener.name)."""
         info = self.snapshot.brokers.get(broker_id)
-        return None if info is None else (info.host, info.port)
+        return None if info is None else info.endpoint(self.broker.listeners.inter_broker)
 
     # -- the ISR of the partitions this broker leads ---------------------------------------
 

@@ -24,12 +24,19 @@ def _uuid_bytes(text: str | None) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def brokers(snap) -> list[dict]:
-    return [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for _, b in sorted(snap.brokers.items())]
+def brokers(snap, listener: str | None) -> list[dict]:
+    """The live brokers as reached on `listener` (the one the request came in on); a broker
+    without that listener is left out, as Kafka does."""
+    out = []
+    for _, b in sorted(snap.brokers.items()):
+        endpoint = b.endpoint(listener)
+        if endpoint is not None:
+            out.append({"node_id": b.broker_id, "host": endpoint[0], "port": endpoint[1],
+                        "rack": b.rack})
+    return out
 
 
-def metadata(member, version: int, request: dict) -> dict:
+def metadata(member, version: int, request: dict, listener: str | None = None) -> dict:
     snap = member.snapshot
     requested = request["topics"]
     allow_create = False
@@ -38,7 +45,7 @@ def metadata(member, version: int, request: dict) -> dict:
     else:
         names = [t["name"] for t in requested]
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
-    return {"throttle_time_ms": 0, "brokers": brokers(snap), "cluster_id": member.cluster_id,
+    return {"throttle_time_ms": 0, "brokers": brokers(snap, listener), "cluster_id": member.cluster_id,
             "controller_id": snap.controller_id,
             "topics": [_topic(member, snap, name, allow_create) for name in names],
             "cluster_authorized_operations": NO_AUTHORIZED_OPS}
@@ -71,8 +78,8 @@ def _topic(member, snap, name, allow_create: bool) -> dict:
     return entry
 
 
-def describe_cluster(member) -> dict:
+def describe_cluster(member, listener: str | None = None) -> dict:
     snap = member.snapshot
     return {"cluster_id": member.cluster_id, "controller_id": snap.controller_id,
             "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"],
-                         "rack": b["rack"]} for b in brokers(snap)]}
+                         "rack": b["rack"]} for b in brokers(snap, listener)]}

@@ -78,10 +78,24 @@ class BrokerInfo:
 
     def encode(self) -> bytes:
         endpoints = list(self.endpoints) or [f"PLAINTEXT://{self.host}:{self.port}"]
+        names = [_split_endpoint(e)[0] for e in endpoints]
+        # host/port are the PLAINTEXT listener's (for pre-0.10 readers), null without one.
+        plain = self.endpoint("PLAINTEXT") if "PLAINTEXT" in names else None
         return _dump({"features": {}, "listener_security_protocol_map": {
-            "PLAINTEXT": "PLAINTEXT"}, "endpoints": endpoints, "jmx_port": -1,
-            "port": self.port, "host": self.host, "version": BROKER_VERSION,
-            "timestamp": str(self.timestamp_ms), "rack": self.rack})
+            n: "PLAINTEXT" for n in names}, "endpoints": endpoints, "jmx_port": -1,
+            "port": plain[1] if plain else -1, "host": plain[0] if plain else None,
+            "version": BROKER_VERSION, "timestamp": str(self.timestamp_ms), "rack": self.rack})
+
+    def endpoint(self, listener: str | None = None) -> tuple[str, int] | None:
+        """(host, port) on the named listener; None when the broker has no such listener.
+        Without a name, the first endpoint."""
+        if not self.endpoints:
+            return (self.host, self.port) if listener in (None, "PLAINTEXT") else None
+        for entry in self.endpoints:
+            name, host, port = _split_endpoint(entry)
+            if listener is None or name == listener:
+                return host, port
+        return None
 
     @classmethod
     def decode(cls, broker_id: int, data: bytes) -> "BrokerInfo":
@@ -90,11 +104,16 @@ class BrokerInfo:
         host, port = doc.get("host"), doc.get("port", -1)
         if (not host or port in (None, -1)) and endpoints:
             # host/port are null when there is no PLAINTEXT listener; take the first endpoint.
-            hostport = endpoints[0].split("://", 1)[-1]
-            host, _, p = hostport.rpartition(":")
-            host, port = host.strip("[]"), int(p)
+            _, host, port = _split_endpoint(endpoints[0])
         return cls(broker_id, host or "", int(port), doc.get("rack"),
                    int(doc.get("timestamp") or 0), endpoints)
+
+
+def _split_endpoint(entry: str) -> tuple[str, str, int]:
+    """'NAME://host:port' -> (NAME, host, port)."""
+    name, _, hostport = entry.partition("://")
+    host, _, port = hostport.rpartition(":")
+    return name.upper(), host.strip("[]"), int(port)
 
 
 # -- /controller, /controller_epoch ------------------------------------------------------

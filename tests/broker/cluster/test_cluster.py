@@ -390,6 +390,60 @@ def test_restarted_broker_rejoins_and_offline_partition_comes_back(zk_connect, t
         assert s["leader_epoch"] == 2 and s["isr"] == [1]
 
 
+def test_replicas_of_topics_deleted_while_a_broker_was_down_are_removed_at_its_start(
+        zk_connect, tmp_path):
+    """Broker 2 is down while one topic is deleted and another deleted and created again
+    (a new topic id, on the live brokers only). At its start both old replicas are stray:
+    deleted from its disk, and the recreated topic holds only its new records."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    with BrokerCluster(tmp_path, zk_connect, size=3, session_ms=6000) as c:
+        c.wait_for(lambda: c.controller_id() != -1 and len(c.registered()) == 3,
+                   what="a controller and three brokers registered")
+        for name in ("gone", "again"):
+            create_topic_confluent(c.bootstrap, name, 1, 3)
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+        for i in range(10):
+            p.produce("gone", b"old-%d" % i)
+            p.produce("again", b"old-%d" % i)
+        assert p.flush(30) == 0
+        b2 = c.by_id(2)
+        c.wait_for(lambda: all((b2.data_dir / f"{t}-0" / "00000000000000000000.log").stat()
+                               .st_size > 0 for t in ("gone", "again")),
+                   what="broker 2 holding both topics")
+        b2.stop()
+        c.wait_for(lambda: 2 not in c.registered(), what="broker 2 gone from ZooKeeper")
+        live = ",".join(b.bootstrap for b in c.brokers if b.broker_id != 2)
+        admin = AdminClient({"bootstrap.servers": live})
+        for f in admin.delete_topics(["gone", "again"], operation_timeout=20).values():
+            f.result(60)
+        c.wait_for(lambda: c.zk.exists("/brokers/topics/again") is None, what="deletion")
+        create_topic_confluent(live, "again", 1, 2)
+        p = Producer({"bootstrap.servers": live, "acks": "all"})
+        for i in range(3):
+            p.produce("again", b"new-%d" % i)
+        assert p.flush(30) == 0
+        assert (b2.data_dir / "gone-0").is_dir() and (b2.data_dir / "again-0").is_dir()
+        b2.start()
+        c.wait_for(lambda: not (b2.data_dir / "gone-0").exists()
+                   and not (b2.data_dir / "again-0").exists(),
+                   what="broker 2's stray replicas deleted")
+        assert "stray replica" in b2.log_text()
+        consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g",
+                             "enable.auto.commit": False})
+        try:
+            consumer.assign([TopicPartition("again", 0, 0)])
+            got = []
+            deadline = time.monotonic() + 30
+            while len(got) < 3 and time.monotonic() < deadline:
+                m = consumer.poll(0.5)
+                if m is not None and not m.error():
+                    got.append(m.value())
+            assert got == [b"new-0", b"new-1", b"new-2"]
+        finally:
+            consumer.close()
+
+
 def test_unreachable_zookeeper_fails_the_start_with_a_clear_message(tmp_path):
     from gregor.broker.cluster.zookeeper_server import free_port
     b = BrokerProcess(tmp_path / "b", broker_id=0, settings={

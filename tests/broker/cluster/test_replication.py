@@ -4,6 +4,7 @@ records, and a kill -9 of a leader loses no acknowledged record (checked by
 tests/support/checker.py with a real client, confluent-kafka, on both sides)."""
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -12,7 +13,7 @@ import uuid
 import pytest
 
 from tests.support.checker import ReplicationChecker
-from tests.support.cluster import BrokerCluster
+from tests.support.cluster import BrokerCluster, ProxiedCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -451,14 +452,9 @@ def test_a_leader_cut_off_from_zookeeper_is_replaced_and_fenced(zookeeper_server
     reach it): its session expires, the controller elects another leader, followers move
     there; the isolated leader can no longer commit anything (its followers left) and, healed,
     rejoins as a follower. Nothing acknowledged is lost, the replicas end identical."""
-    from tests.support.proxy import TcpProxy
-    host, port = zookeeper_server.hosts.split(":")
-    chroot = f"z-{uuid.uuid4().hex[:12]}"
-    proxies = [TcpProxy((host, int(port))) for _ in range(3)]
-    c = BrokerCluster(tmp_path, f"{zookeeper_server.hosts}/{chroot}", size=3,
-                      settings={"replica.lag.time.max.ms": 10000})
-    for b, proxy in zip(c.brokers, proxies):
-        b.settings["zookeeper.connect"] = f"127.0.0.1:{proxy.port}/{chroot}"
+    c = ProxiedCluster(tmp_path, zookeeper_server.hosts, f"z-{uuid.uuid4().hex[:12]}",
+                       settings={"replica.lag.time.max.ms": 10000})
+    proxies = c.zk_links
     try:
         c.start()
         c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
@@ -481,8 +477,6 @@ def test_a_leader_cut_off_from_zookeeper_is_replaced_and_fenced(zookeeper_server
         finish(c, "iso", 1, checker, prod, stop, t)
     finally:
         c.stop()
-        for p in proxies:
-            p.close()
     logs = [replica_records(b.data_dir, "iso", 0) for b in c.brokers]
     assert logs[0] == logs[1] == logs[2]
 
@@ -550,26 +544,28 @@ def test_gregors_own_clients_follow_a_failover_without_loss(zookeeper_server, tm
         c.stop()
 
 
+FAULT_COUNT = int(os.environ.get("GREGOR_FAULT_COUNT", 6))
+
+
+@pytest.mark.timeout(120 + 40 * FAULT_COUNT)
 def test_random_faults_lose_nothing(zookeeper_server, tmp_path):
     """A seeded random sequence of faults (kill -9, SIGSTOP past the session, a clean stop,
-    the ZooKeeper link blackholed) against random brokers of a cluster under a continuous
-    idempotent acks=all load on 3 partitions; after each, the cluster must heal (every ISR
-    whole) before the next. Then every acknowledged record is read exactly once at its offset
-    and the replicas' logs are identical. The seed is printed, so a failure can be replayed."""
-    import os
+    the ZooKeeper link blackholed, the brokers' links to one broker blackholed or cut, for
+    less or more than replica.lag.time.max.ms) against random brokers of a cluster under a
+    continuous idempotent acks=all load on 3 partitions; after each, the cluster must heal
+    (every ISR whole) before the next. Then every acknowledged record is read exactly once
+    at its offset and the replicas' logs are identical. The seed is printed, so a failure can
+    be replayed (GREGOR_FAULT_SEED); GREGOR_FAULT_COUNT runs a longer sequence."""
     import random
     import signal
-    from tests.support.proxy import TcpProxy
     seed = int(os.environ.get("GREGOR_FAULT_SEED", random.randrange(1 << 30)))
-    print(f"GREGOR_FAULT_SEED={seed}")
+    count = FAULT_COUNT
+    print(f"GREGOR_FAULT_SEED={seed} GREGOR_FAULT_COUNT={count}")
     rng = random.Random(seed)
-    host, port = zookeeper_server.hosts.split(":")
-    chroot = f"f-{uuid.uuid4().hex[:12]}"
-    proxies = [TcpProxy((host, int(port))) for _ in range(3)]
-    c = BrokerCluster(tmp_path, f"{zookeeper_server.hosts}/{chroot}", size=3,
-                      settings={"replica.lag.time.max.ms": 10000})
-    for b, proxy in zip(c.brokers, proxies):
-        b.settings["zookeeper.connect"] = f"127.0.0.1:{proxy.port}/{chroot}"
+    lag_ms = 6000
+    c = ProxiedCluster(tmp_path, zookeeper_server.hosts, f"f-{uuid.uuid4().hex[:12]}",
+                       settings={"replica.lag.time.max.ms": lag_ms,
+                                 "replica.socket.timeout.ms": 5000})
     faults = []
     try:
         c.start()
@@ -578,10 +574,12 @@ def test_random_faults_lose_nothing(zookeeper_server, tmp_path):
         create_topic(c, "chaos", 3, 3, min_insync_replicas=2)
         checker = ReplicationChecker()
         prod, stop, t = run_load(c, "chaos", checker)
-        for step in range(5):
-            c.wait_for(lambda: len(checker.acked) >= 1000 * (step + 1), timeout=90,
+        for step in range(count):
+            at = len(checker.acked)
+            c.wait_for(lambda: len(checker.acked) >= at + 1000, timeout=90,
                        what=f"progress before fault {step}")
-            kind = rng.choice(["kill9", "pause", "stop", "zk_blackhole"])
+            kind = rng.choice(["kill9", "pause", "stop", "zk_blackhole", "link_blackhole",
+                               "link_cut"])
             victim = rng.choice([0, 1, 2, c.controller_id(), leader_of(c, "chaos", step % 3)])
             faults.append((kind, victim))
             b = c.by_id(victim)
@@ -597,21 +595,25 @@ def test_random_faults_lose_nothing(zookeeper_server, tmp_path):
                 os.kill(b.pid, signal.SIGSTOP)
                 time.sleep(c.session_ms / 1000.0 + rng.uniform(0.5, 2.0))
                 os.kill(b.pid, signal.SIGCONT)
-            else:
-                proxies[victim].blackhole()
+            elif kind == "zk_blackhole":
+                c.zk_links[victim].blackhole()
                 time.sleep(c.session_ms / 1000.0 + rng.uniform(0.5, 2.0))
-                proxies[victim].heal()
+                c.zk_links[victim].heal()
+            else:
+                link = c.broker_links[victim]
+                link.blackhole() if kind == "link_blackhole" else link.cut()
+                time.sleep(rng.uniform(0.5, 2.0) * lag_ms / 1000.0)
+                link.heal()
             c.wait_for(lambda: all(sorted(state(c, "chaos", p)["isr"]) == [0, 1, 2]
                                    for p in range(3)), timeout=90,
                        what=f"every ISR whole after {kind} of broker {victim}")
         finish(c, "chaos", 3, checker, prod, stop, t)
+        print(f"faults (seed {seed}): {faults}; {len(checker.acked)} records acknowledged")
     except BaseException:
         print(f"faults so far (seed {seed}): {faults}")
         raise
     finally:
         c.stop()
-        for p in proxies:
-            p.close()
     for p in range(3):
         logs = [replica_records(b.data_dir, "chaos", p) for b in c.brokers]
         assert logs[0] == logs[1] == logs[2]

@@ -26,6 +26,21 @@ def test_broker_registration_written_by_kafka_decodes():
     assert (z.BrokerInfo.decode(2, ssl).host, z.BrokerInfo.decode(2, ssl).port) == ("k1", 9093)
 
 
+def test_broker_registration_with_named_listeners():
+    info = z.BrokerInfo(1, "h", 9092, None, 1, ("CLIENT://h:9092", "REPLICATION://10.0.0.1:9093"))
+    doc = json.loads(info.encode())
+    assert doc["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT",
+                                                     "REPLICATION": "PLAINTEXT"}
+    assert (doc["host"], doc["port"]) == (None, -1)       # no listener named PLAINTEXT
+    back = z.BrokerInfo.decode(1, info.encode())
+    assert back.endpoint("REPLICATION") == ("10.0.0.1", 9093)
+    assert back.endpoint("CLIENT") == back.endpoint() == ("h", 9092)
+    assert back.endpoint("PLAINTEXT") is None
+    # a registration without endpoints (pre-0.10) has only its PLAINTEXT address
+    assert z.BrokerInfo(2, "k", 1).endpoint("PLAINTEXT") == ("k", 1)
+    assert z.BrokerInfo(2, "k", 1).endpoint("REPLICATION") is None
+
+
 def test_controller_and_epoch():
     assert json.loads(z.encode_controller(2, 17)) == {"version": 1, "brokerid": 2,
                                                       "timestamp": "17"}
