@@ -45,6 +45,7 @@ from bench_broker import GregorBroker, produce_latency  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 SESSION_MS = 6000
 BROKER_LINE = re.compile(r"broker (\d+) ready on (\S+) \(pid (\d+)")
+ZK_LINE = re.compile(r"zookeeper ready on (\S+) ")
 VALUE = b"v" * 100
 
 
@@ -54,7 +55,9 @@ class LocalCluster:
         self.brokers = brokers
         self.settings = dict(settings or {})
         self.pids: dict[int, int] = {}
+        self.addresses: dict[int, str] = {}
         self.bootstrap = ""
+        self.zk_hosts = ""
         self.proc = None
 
     def start(self) -> "LocalCluster":
@@ -67,9 +70,13 @@ class LocalCluster:
              *[a for k, v in self.settings.items() for a in ("--set", f"{k}={v}")]],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in self.proc.stdout:
+            z = ZK_LINE.search(line)
+            if z:
+                self.zk_hosts = z.group(1)
             m = BROKER_LINE.search(line)
             if m:
                 self.pids[int(m.group(1))] = int(m.group(3))
+                self.addresses[int(m.group(1))] = m.group(2)
             if "gregor cluster ready on" in line:
                 self.bootstrap = line.rsplit(" ", 1)[1].strip()
                 break
@@ -147,8 +154,10 @@ def failover(c: LocalCluster, topic: str) -> dict:
         p.produce(topic, b"before-%d" % i, partition=0, on_delivery=cb)
     p.flush(30)
     before = len(acked)
+    seen_at = watch_failover(c, topic, leader)
     os.kill(c.pids[leader], signal.SIGKILL)
     killed = time.perf_counter()
+    seen_at["killed"] = killed
     i = 0
     while time.perf_counter() - killed < 60:
         p.produce(topic, b"after-%d" % i, partition=0, on_delivery=cb)
@@ -171,7 +180,44 @@ def failover(c: LocalCluster, topic: str) -> dict:
                 seen[m.value()] = m.offset()
     cons.close()
     lost = [v for v, o in want.items() if seen.get(v) != o]
-    return {"seconds": first, "lost": len(lost), "acked": len(acked), "errors": len(errors)}
+    steps = {k: v - killed for k, v in seen_at.items() if k != "killed"}
+    return {"seconds": first, "lost": len(lost), "acked": len(acked), "errors": len(errors),
+            **steps}
+
+
+def watch_failover(c: LocalCluster, topic: str, leader: int) -> dict:
+    """Polls ZooKeeper (every 10 ms, in a thread) for when the killed leader's registration
+    disappears (its session expired) and when the partition's state names another leader,
+    then a surviving broker's Metadata for when clients can see it."""
+    from kazoo.client import KazooClient
+    import json
+    zk = KazooClient(hosts=c.zk_hosts + "/gregor")
+    zk.start(10)
+    seen: dict[str, float] = {}
+
+    def poll():
+        try:
+            while "elected" not in seen and time.perf_counter() - seen.get("killed", 1e18) < 60:
+                now = time.perf_counter()
+                if "expired" not in seen and zk.exists(f"/brokers/ids/{leader}") is None:
+                    seen["expired"] = now
+                data, _ = zk.get(f"/brokers/topics/{topic}/partitions/0/state")
+                if json.loads(data)["leader"] not in (leader, -1):
+                    seen["elected"] = now
+                time.sleep(0.01)
+            others = ",".join(a for i, a in sorted(c.addresses.items()) if i != leader)
+            admin = AdminClient({"bootstrap.servers": others})
+            while time.perf_counter() - seen["elected"] < 30:
+                md = admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
+                if md.leader not in (leader, -1):
+                    seen["metadata"] = time.perf_counter()
+                    break
+                time.sleep(0.01)
+        finally:
+            zk.stop()
+            zk.close()
+    threading.Thread(target=poll, daemon=True).start()
+    return seen
 
 
 def main() -> int:
@@ -222,6 +268,11 @@ def main() -> int:
           f"{fo['seconds']:.2f} s (session timeout {SESSION_MS / 1000:.0f} s; target <= "
           f"{SESSION_MS / 1000 + 1:.0f} s); acknowledged records missing after: {fo['lost']} "
           f"of {fo['acked']}")
+    print(f"    of which: session expired after {fo.get('expired', float('nan')):.2f} s, new "
+          f"leader in ZooKeeper after {fo.get('elected', float('nan')):.2f} s, in a surviving "
+          f"broker's Metadata after {fo.get('metadata', float('nan')):.2f} s, first "
+          f"acknowledgement {fo['seconds'] - fo.get('elected', float('nan')):.2f} s after the "
+          "election")
     print(f"  6 partitions RF 1: 3 brokers {best['six3']:,.0f} msgs/s vs 1 broker "
           f"{best['six1']:,.0f} msgs/s = {best['six3'] / best['six1']:.2f}x "
           f"(one client process; reported, not judged on {os.cpu_count()} cores)")

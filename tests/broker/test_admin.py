@@ -41,6 +41,41 @@ def test_metadata_lists_this_broker_as_leader_and_auto_creates(tmp_path):
     run_broker(tmp_path, s, **{"num.partitions": "2"})
 
 
+def test_metadata_v12_by_topic_id_and_leader_epochs(tmp_path):
+    async def s(b):
+        await call(b, "Metadata", 12, {"topics": [{"name": "t", "topic_id": bytes(16)}],
+                                       "allow_auto_topic_creation": True})
+        m = await call(b, "Metadata", 12, {"topics": None, "allow_auto_topic_creation": False})
+        (t,) = m["topics"]
+        assert t["name"] == "t" and len(t["topic_id"]) == 16 and t["topic_id"] != bytes(16)
+        assert t["partitions"][0]["leader_epoch"] == 0
+        by_id = await call(b, "Metadata", 12, {"topics": [{"name": None,
+                                                           "topic_id": t["topic_id"]}],
+                                               "allow_auto_topic_creation": False})
+        assert by_id["topics"][0]["name"] == "t" and by_id["topics"][0]["error_code"] == 0
+        unknown = await call(b, "Metadata", 12, {"topics": [{"name": None,
+                                                             "topic_id": b"\x01" * 16}],
+                                                 "allow_auto_topic_creation": False})
+        assert unknown["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+        assert unknown["topics"][0]["topic_id"] == b"\x01" * 16
+    run_broker(tmp_path, s)
+
+
+def test_librdkafkas_all_topics_metadata_v12_request_decodes():
+    """librdkafka leaves a 4-byte zero array count where v9+ has a 1-byte compact null when
+    it asks for all topics: Kafka reads a null list and ignores the 3 bytes left over."""
+    import pytest
+    from gregor.protocol import messages
+    from gregor.protocol.header import decode_request
+    from gregor.protocol.primitives import DecodeError
+    api = messages.api("Metadata")
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    _, body = decode_request(api, frame)
+    assert body["topics"] is None
+    with pytest.raises(DecodeError):          # any other surplus is still refused
+        decode_request(api, frame + b"\x05")
+
+
 def test_metadata_without_auto_create(tmp_path):
     async def s(b):
         m = await call(b, "Metadata", 1, {"topics": [{"name": "x"}]})

@@ -4,6 +4,11 @@ This broker is the only broker, the controller, and leader / only replica / whol
 partition. Topics asked for by name that do not exist are created when
 auto.create.topics.enable is on and the request allows it (v4+; always allowed before v4) and
 are returned ready to use (no LEADER_NOT_AVAILABLE round trip: the leader exists at once).
+
+Versions up to 12 (flexible from 9). librdkafka trusts the leader epochs of a Metadata
+response only from v9 on, and uses them to tell a newer leader from a stale answer after a
+failover; v10+ carry topic ids, and v12 may ask for a topic by id alone (UNKNOWN_TOPIC_ID when
+no topic has it).
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from ...protocol.errors import ErrorCode
 from ..topics import topic_name_error
 
 API_KEY = 3
-VERSIONS = (0, 8)           # v9 is the first flexible version
+VERSIONS = (0, 12)
 INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 NO_AUTHORIZED_OPS = -2147483648
 
@@ -26,11 +31,13 @@ def handle(broker, ctx, request) -> dict:
         names = sorted(t.name for t in broker.store.live())
         allow_create = False
     else:
-        names = [t["name"] for t in requested]
+        by_id = {t.topic_id_bytes: t.name for t in broker.store.live()}
+        names = requested_names(requested, by_id)
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     topics = []
     for name in names:
-        topics.append(_describe(broker, name, allow_create))
+        topics.append(unknown_topic_id(name) if isinstance(name, bytes) else
+                      _describe(broker, name, allow_create))
     host, port = broker.endpoint(ctx.listener)
     return {
         "throttle_time_ms": 0,
@@ -40,6 +47,27 @@ def handle(broker, ctx, request) -> dict:
         "topics": topics,
         "cluster_authorized_operations": NO_AUTHORIZED_OPS,
     }
+
+
+ZERO_ID = bytes(16)
+
+
+def requested_names(requested: list[dict], by_id: dict[bytes, str]) -> list:
+    """The names asked for; a topic asked for by id alone (v12) is looked up in by_id, and
+    stays bytes (its id) when no topic has it."""
+    out = []
+    for t in requested:
+        name, topic_id = t.get("name"), t.get("topic_id") or ZERO_ID
+        if name is None and topic_id != ZERO_ID:
+            name = by_id.get(topic_id, topic_id)
+        out.append(name)
+    return out
+
+
+def unknown_topic_id(topic_id: bytes) -> dict:
+    return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id,
+            "is_internal": False, "partitions": [],
+            "topic_authorized_operations": NO_AUTHORIZED_OPS}
 
 
 def _describe(broker, name, allow_create: bool) -> dict:

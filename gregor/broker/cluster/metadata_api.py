@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 
 from ...protocol.errors import ErrorCode
+from ..apis.metadata import requested_names, unknown_topic_id
 from ..topics import topic_name_error
 
 NO_AUTHORIZED_OPS = -2147483648
@@ -43,11 +44,14 @@ def metadata(member, version: int, request: dict, listener: str | None = None) -
     if requested is None or (version == 0 and not requested):
         names = sorted(n for n, v in snap.topics.items() if not v.deleting)
     else:
-        names = [t["name"] for t in requested]
+        by_id = {_uuid_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()
+                 if not v.deleting and v.assignment.topic_id}
+        names = requested_names(requested, by_id)
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
-    return {"throttle_time_ms": 0, "brokers": brokers(snap, listener), "cluster_id": member.cluster_id,
-            "controller_id": snap.controller_id,
-            "topics": [_topic(member, snap, name, allow_create) for name in names],
+    return {"throttle_time_ms": 0, "brokers": brokers(snap, listener),
+            "cluster_id": member.cluster_id, "controller_id": snap.controller_id,
+            "topics": [unknown_topic_id(name) if isinstance(name, bytes) else
+                       _topic(member, snap, name, allow_create) for name in names],
             "cluster_authorized_operations": NO_AUTHORIZED_OPS}
 
 

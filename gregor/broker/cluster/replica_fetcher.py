@@ -12,9 +12,13 @@ A fetcher keeps one connection to its leader and loops:
 The fetch offsets it sends are how the leader learns how far this follower has come: that
 moves the leader's high watermark and keeps this broker in the ISR.
 
-Errors: a partition whose leader answers NOT_LEADER_OR_FOLLOWER or a leader-epoch error waits
-replica.fetch.backoff.ms (ZooKeeper's next state decides what happens to it); a connection
-that fails or times out (replica.socket.timeout.ms) is reopened after the backoff.
+Errors: a partition whose leader answers NOT_LEADER_OR_FOLLOWER or UNKNOWN_LEADER_EPOCH (the
+new leader has not read ZooKeeper's new state yet: both brokers learn it from the same watch,
+and the follower is often first) is retried after 50 ms, doubling up to
+replica.fetch.backoff.ms, so a failover does not wait a whole backoff for that race; other
+errors (a stale epoch of ours: our next view of ZooKeeper re-follows) wait
+replica.fetch.backoff.ms; a connection that fails or times out (replica.socket.timeout.ms) is
+reopened after the backoff.
 """
 from __future__ import annotations
 
@@ -36,19 +40,23 @@ EPOCHS_VERSION = 3          # replica_id (v3+), current_leader_epoch (v2+)
 _SIZE = struct.Struct(">i")
 MAX_RESPONSE = 1 << 30      # a frame size above this is a broken stream, not a response
 
+# the leader-to-be has not applied the state we act on yet: worth asking again soon
+NOT_READY_YET = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH}
+FIRST_RETRY_S = 0.05
 RETRY_LATER = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
                ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.REPLICA_NOT_AVAILABLE}
 
 
 class FollowedPartition:
-    __slots__ = ("partition", "epoch", "truncate", "resume_at")
+    __slots__ = ("partition", "epoch", "truncate", "resume_at", "not_ready")
 
     def __init__(self, partition, epoch: int):
         self.partition = partition
         self.epoch = epoch
         self.truncate = True            # find the divergence point before fetching
         self.resume_at = 0.0            # loop time before which it is not fetched (backoff)
+        self.not_ready = 0              # NOT_READY_YET answers in a row (quick retries)
 
 
 class LeaderConnection:
@@ -173,9 +181,12 @@ class ReplicaFetcher:
             self._conn.close()
         self._conn = None
 
-    def _back_off(self, fp: FollowedPartition) -> None:
-        fp.resume_at = (asyncio.get_running_loop().time()
-                        + int(self.manager.config.get("replica.fetch.backoff.ms")) / 1000.0)
+    def _back_off(self, fp: FollowedPartition, code: int | None = None) -> None:
+        backoff = int(self.manager.config.get("replica.fetch.backoff.ms")) / 1000.0
+        if code in NOT_READY_YET:
+            backoff = min(backoff, FIRST_RETRY_S * (2 ** fp.not_ready))
+            fp.not_ready += 1
+        fp.resume_at = asyncio.get_running_loop().time() + backoff
 
     # -- truncation ------------------------------------------------------------------------
 
@@ -202,8 +213,9 @@ class ReplicaFetcher:
                 log.info("%s-%d: leader %d answered OffsetForLeaderEpoch with %s; retrying",
                          p.topic, p.index, self.leader_id,
                          "nothing" if a is None else ErrorCode(a["error_code"]).name)
-                self._back_off(fp)
+                self._back_off(fp, None if a is None else a["error_code"])
                 continue
+            fp.not_ready = 0
             self._truncate_one(fp, a["leader_epoch"], a["end_offset"])
 
     def _truncate_one(self, fp: FollowedPartition, leader_epoch: int, end_offset: int) -> None:
@@ -270,8 +282,9 @@ class ReplicaFetcher:
             if code not in RETRY_LATER:
                 log.warning("%s-%d: leader %d answered %s", p.topic, p.index, self.leader_id,
                             ErrorCode(code).name)
-            self._back_off(fp)
+            self._back_off(fp, code)
             return
+        fp.not_ready = 0
         records = pt["records"]
         if records:
             try:
