@@ -284,6 +284,45 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins_and_min_isr_is_enforced(
     assert sorted(logs[0].values()) == [b"a:0", b"a:1", b"a:3", b"a:4"]
 
 
+@pytest.mark.parametrize("who", ["leader", "follower", "controller"])
+def test_a_pause_shorter_than_the_lag_time_changes_nothing(zookeeper_server, tmp_path, who):
+    """SIGSTOP for less than replica.lag.time.max.ms (and the session): the ISR stays whole,
+    no election, no new controller; acks=all waits out the pause and goes on."""
+    import signal
+    chroot = f"{zookeeper_server.hosts}/s-{uuid.uuid4().hex[:12]}"
+    c = BrokerCluster(tmp_path, chroot, size=3, session_ms=8000,
+                      settings={"replica.lag.time.max.ms": 6000})
+    try:
+        c.start()
+        c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
+                   what="3 registered brokers and a controller")
+        create_topic(c, "short", 1, 3, min_insync_replicas=2)
+        path = "/brokers/topics/short/partitions/0/state"
+        before, controller = state(c, "short", 0), c.controller_id()
+        version = c.zk.get(path)[1].version
+        leader = before["leader"]
+        victim = {"leader": leader, "controller": controller,
+                  "follower": next(b for b in (0, 1, 2) if b not in (leader, controller))}[who]
+        checker = ReplicationChecker()
+        prod, stop, t = run_load(c, "short", checker)
+        c.wait_for(lambda: len(checker.acked) >= 1000, what="1000 acknowledged records")
+        os.kill(c.by_id(victim).pid, signal.SIGSTOP)
+        try:
+            time.sleep(2.0)
+        finally:
+            os.kill(c.by_id(victim).pid, signal.SIGCONT)
+        at = len(checker.acked)
+        c.wait_for(lambda: len(checker.acked) >= at + 1000, what="1000 more after the pause")
+        finish(c, "short", 1, checker, prod, stop, t)
+        after = state(c, "short", 0)
+        assert (after["leader"], after["leader_epoch"]) == (leader, before["leader_epoch"])
+        assert sorted(after["isr"]) == [0, 1, 2]
+        assert c.zk.get(path)[1].version == version     # not even a shrink and re-expand
+        assert c.controller_id() == controller
+    finally:
+        c.stop()
+
+
 def test_a_returning_leader_truncates_what_it_alone_had(zookeeper_server, tmp_path):
     """KIP-101: the old leader wrote records (acks=1) its follower never fetched, then died;
     the follower became leader and took new records at the same offsets. The old leader comes
@@ -353,11 +392,14 @@ def finish(c: BrokerCluster, topic: str, partitions: int, checker, prod, stop, t
     assert checker.problems() == [], checker.summary()
 
 
-def test_zookeeper_paused_produce_and_fetch_go_on_and_brokers_come_back(tmp_path):
-    """ZooKeeper frozen (SIGSTOP) for less than the brokers' sessions: nothing needs it on
-    the produce and fetch path, so acks=all goes on with a stable ISR; no leader changes."""
+@pytest.mark.parametrize("fault", ["paused", "killed"])
+def test_zookeeper_paused_produce_and_fetch_go_on_and_brokers_come_back(tmp_path, fault):
+    """ZooKeeper frozen (SIGSTOP), or killed (kill -9) and started again on its data, for
+    less than the brokers' sessions: nothing needs it on the produce and fetch path, so
+    acks=all goes on with a stable ISR; the sessions survive, no leader changes."""
     import os
     import signal
+    from gregor.broker.cluster import zookeeper_server
     from tests.support.zookeeper import ZooKeeperServer
     zk = ZooKeeperServer().start()
     c = None
@@ -372,7 +414,7 @@ def test_zookeeper_paused_produce_and_fetch_go_on_and_brokers_come_back(tmp_path
         checker = ReplicationChecker()
         prod, stop, t = run_load(c, "zkp", checker)
         c.wait_for(lambda: len(checker.acked) >= 1000, what="1000 acknowledged records")
-        os.kill(zk.proc.pid, signal.SIGSTOP)
+        os.kill(zk.proc.pid, signal.SIGSTOP if fault == "paused" else signal.SIGKILL)
         try:
             frozen_at = len(checker.acked)
             deadline = time.monotonic() + 4
@@ -380,7 +422,12 @@ def test_zookeeper_paused_produce_and_fetch_go_on_and_brokers_come_back(tmp_path
                 time.sleep(0.1)
             acked_while_frozen = len(checker.acked) - frozen_at
         finally:
-            os.kill(zk.proc.pid, signal.SIGCONT)
+            if fault == "paused":
+                os.kill(zk.proc.pid, signal.SIGCONT)
+            else:
+                zk.proc.wait()
+                zk.proc, _ = zookeeper_server.start(zk.dir, zk.port,
+                                                    stdout=open(zk.log_path, "a"))
         assert acked_while_frozen > 500
         c.wait_for(lambda: len(c.registered()) == 3, what="every broker registered")
         finish(c, "zkp", 2, checker, prod, stop, t)
