@@ -323,6 +323,45 @@ def test_a_pause_shorter_than_the_lag_time_changes_nothing(zookeeper_server, tmp
         c.stop()
 
 
+def test_a_leader_paused_longer_than_the_lag_time_but_not_the_session_keeps_leading(
+        zookeeper_server, tmp_path):
+    """SIGSTOP of the leader between replica.lag.time.max.ms and its session: no election
+    (ZooKeeper still has its session); when it wakes up its followers' last fetches look
+    old, so it may shrink the ISR before they fetch again (Kafka's leaders do the same), but
+    they rejoin, and nothing acknowledged is lost or duplicated."""
+    import signal
+    chroot = f"{zookeeper_server.hosts}/l-{uuid.uuid4().hex[:12]}"
+    c = BrokerCluster(tmp_path, chroot, size=3, session_ms=10000,
+                      settings={"replica.lag.time.max.ms": 1500})
+    try:
+        c.start()
+        c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
+                   what="3 registered brokers and a controller")
+        create_topic(c, "mid", 1, 3, min_insync_replicas=2)
+        before = state(c, "mid", 0)
+        checker = ReplicationChecker()
+        prod, stop, t = run_load(c, "mid", checker)
+        c.wait_for(lambda: len(checker.acked) >= 1000, what="1000 acknowledged records")
+        leader = c.by_id(before["leader"])
+        os.kill(leader.pid, signal.SIGSTOP)
+        try:
+            time.sleep(4.0)
+        finally:
+            os.kill(leader.pid, signal.SIGCONT)
+        at = len(checker.acked)
+        c.wait_for(lambda: len(checker.acked) >= at + 1000, what="1000 more after the pause")
+        c.wait_for(lambda: sorted(state(c, "mid", 0)["isr"]) == [0, 1, 2],
+                   what="the ISR whole again")
+        finish(c, "mid", 1, checker, prod, stop, t)
+        after = state(c, "mid", 0)
+        assert (after["leader"], after["leader_epoch"]) == (before["leader"],
+                                                            before["leader_epoch"])
+    finally:
+        c.stop()
+    logs = [replica_records(b.data_dir, "mid", 0) for b in c.brokers]
+    assert logs[0] == logs[1] == logs[2]
+
+
 def test_a_returning_leader_truncates_what_it_alone_had(zookeeper_server, tmp_path):
     """KIP-101: the old leader wrote records (acks=1) its follower never fetched, then died;
     the follower became leader and took new records at the same offsets. The old leader comes
