@@ -5,6 +5,7 @@
         proxy.blackhole()     # connections stay open, bytes go nowhere (a cut cable)
         proxy.heal()          # bytes flow again (what was dropped stays dropped)
         proxy.cut()           # every connection closed, new ones refused until heal()
+        proxy.delay(0.1)      # every chunk forwarded 100 ms late, each way (heal() ends it)
 
 A blackhole is the harsher fault: neither side learns anything until its own timeouts fire,
 as when a switch dies; a cut resets connections at once, as when a process or host is gone.
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
+from queue import Queue
 
 
 class TcpProxy:
@@ -21,6 +24,7 @@ class TcpProxy:
         self.listener = socket.create_server((host, 0))
         self.port = self.listener.getsockname()[1]
         self.mode = "pass"                      # pass | blackhole | cut
+        self.latency = 0.0                      # seconds added to every chunk forwarded
         self._lock = threading.Lock()
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._closed = False
@@ -39,8 +43,13 @@ class TcpProxy:
             _close(a)
             _close(b)
 
+    def delay(self, seconds: float) -> None:
+        """A slow link: bytes still flow, in order, each chunk `seconds` late."""
+        self.latency = seconds
+
     def heal(self) -> None:
         self.mode = "pass"
+        self.latency = 0.0
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -66,14 +75,35 @@ class TcpProxy:
                                  name="proxy-pump").start()
 
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        # The reader stamps each chunk with when it is due; a sender thread forwards it then,
+        # so latency delays the bytes without limiting how many are on their way.
+        queue: "Queue[tuple[float, bytes] | None]" = Queue()
+        threading.Thread(target=self._send, args=(queue, src, dst), daemon=True,
+                         name="proxy-send").start()
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
                 if self.mode == "pass":
-                    dst.sendall(data)
+                    queue.put((time.monotonic() + self.latency, data))
                 # blackhole: read and drop, so the sender's buffers never fill up either
+        except OSError:
+            pass
+        finally:
+            queue.put(None)
+
+    def _send(self, queue: "Queue", src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                item = queue.get()
+                if item is None:
+                    break
+                due, data = item
+                wait = due - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                dst.sendall(data)
         except OSError:
             pass
         finally:

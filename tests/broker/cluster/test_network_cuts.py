@@ -77,3 +77,35 @@ def test_followers_cut_off_from_the_leader(zookeeper_server, tmp_path, fault):
         c.stop()
     logs = [replica_records(b.data_dir, "cut", 0) for b in c.brokers]
     assert logs[0] == logs[1] == logs[2]
+
+
+def test_a_slow_link_to_the_leader_keeps_the_isr(zookeeper_server, tmp_path):
+    """The followers' link to the leader delayed by 150 ms each way (well under the lag
+    time): acks=all goes on, slower, the ISR is never touched, nothing is lost."""
+    c = ProxiedCluster(tmp_path, zookeeper_server.hosts, f"d-{uuid.uuid4().hex[:12]}",
+                       settings={"replica.lag.time.max.ms": LAG_MS})
+    try:
+        c.start()
+        c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
+                   what="3 registered brokers and a controller")
+        create_topic(c, "slow", 1, 3, min_insync_replicas=2)
+        path = "/brokers/topics/slow/partitions/0/state"
+        version = c.zk.get(path)[1].version
+        checker = ReplicationChecker()
+        prod, stop, t = run_load(c, "slow", checker)
+        c.wait_for(lambda: len(checker.acked) >= 1000, what="1000 acknowledged records")
+        leader = leader_of(c, "slow", 0)
+        c.broker_links[leader].delay(0.15)
+        try:
+            at = len(checker.acked)
+            c.wait_for(lambda: len(checker.acked) >= at + 1000, timeout=60,
+                       what="1000 acknowledged records over the slow link")
+            time.sleep(2 * LAG_MS / 1000)
+        finally:
+            c.broker_links[leader].heal()
+        finish(c, "slow", 1, checker, prod, stop, t)
+        assert c.zk.get(path)[1].version == version          # no ISR change at all
+    finally:
+        c.stop()
+    logs = [replica_records(b.data_dir, "slow", 0) for b in c.brokers]
+    assert logs[0] == logs[1] == logs[2]
