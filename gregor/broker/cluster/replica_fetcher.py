@@ -103,6 +103,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task | None = None
         self._conn: LeaderConnection | None = None
         self._endpoint: tuple[str, int] | None = None
+        self._stopping = False
         self.fetches = 0                # for tests and logs
 
     def start(self) -> None:
@@ -116,10 +117,16 @@ class ReplicaFetcher:
         self.partitions.pop(key, None)
 
     async def stop(self) -> None:
+        # The flag as well as the cancel: asyncio.wait_for (3.11) can swallow a cancel that
+        # lands as the wait finishes, and the loop must not go on fetching after that.
+        self._stopping = True
+        self._wake.set()
         if self._task is not None:
-            self._task.cancel()
+            while not self._task.done():
+                self._task.cancel()
+                await asyncio.wait({self._task}, timeout=1.0)
             try:
-                await self._task
+                self._task.result()
             except (asyncio.CancelledError, Exception):
                 pass
         if self._conn is not None:
@@ -131,7 +138,7 @@ class ReplicaFetcher:
         cfg = self.manager.config
         backoff = int(cfg.get("replica.fetch.backoff.ms")) / 1000.0
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopping:
             ready = [fp for fp in self.partitions.values() if fp.resume_at <= loop.time()]
             if not ready:
                 self._wake.clear()
