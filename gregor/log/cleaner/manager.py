@@ -128,6 +128,10 @@ class LogCleanerManager:
             pool = WorkerProcess()
             with self._lock:
                 self._pools.append(pool)
+            try:
+                pool.start()
+            except OSError as e:        # run() tries again when a pass needs it
+                log.warning("could not start the cleaner's worker process: %s", e)
         while not self._stop.is_set():
             try:
                 worked = self.clean_one(offset_map, pool)
