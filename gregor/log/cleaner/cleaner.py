@@ -216,13 +216,6 @@ class Pacer:
             self._since = self._clock()
 
 
-_SYNC_RANGE = getattr(os, "sync_file_range", None)          # Linux only
-# write and wait: the data is on disk before the journal commit of the final fdatasync,
-# which then has no data of ours to wait for
-_SYNC_WRITE = (getattr(os, "SYNC_FILE_RANGE_WAIT_BEFORE", 0) | getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
-               | getattr(os, "SYNC_FILE_RANGE_WAIT_AFTER", 0))
-
-
 @dataclass
 class PassStats:
     bytes_read: int = 0
@@ -334,10 +327,9 @@ class CleanPass:
             if entries:
                 os.fdatasync(f.fileno())
         out.seal()
-        # Only the data is made durable before the swap: each fsync forces a journal commit
-        # that stalls the broker's own writes for milliseconds (measured: produce p99 x5 with
-        # four per group). The index files are a cache that recovery checks and rebuilds, and
-        # an empty .txnindex carries nothing.
+        # Only the data is made durable before the swap (one fsync per group, each a flush of
+        # the device's cache): the index files are a cache that recovery checks and
+        # rebuilds, and an empty .txnindex carries nothing.
         os.fdatasync(out.fd)
         for fd in out.dup_fds()[1:]:
             os.close(fd)
@@ -348,12 +340,7 @@ class CleanPass:
 
     def _write(self, out: Segment, parts: list, headers: list) -> None:
         buf = b"".join(parts)
-        at = out.size
         out.append(buf, headers)
-        if _SYNC_RANGE is not None:
-            # start writing back as we go, so the final fdatasync (a journal commit that
-            # stalls the broker's own writes meanwhile) has little left to wait for
-            _SYNC_RANGE(out.fd, at, len(buf), _SYNC_WRITE)
         self.stats.bytes_written += len(buf)
         if self.throttle is not None:
             self.throttle(len(buf))
