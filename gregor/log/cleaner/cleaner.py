@@ -188,15 +188,16 @@ def _no_yield() -> None:
     pass
 
 
-# A worker process's pass runs at most PACE_RUN_S, then sleeps PACE_PAUSE_S. SCHED_IDLE alone
-# does not keep a busy worker out of the broker's way on a small machine (measured on 2 cores,
-# docs/findings/cleaner.md): a CPU running an idle-policy task never goes idle, so it never
-# pulls over a broker or client thread queued behind another task on the other CPU, and a
-# thread woken onto the worker's CPU was seen waiting for the next scheduler tick (4 ms at
-# HZ=250). Each pause lets the CPU go idle, so whatever waits gets it at once; the cost is
-# about a tenth of the worker's throughput.
-PACE_RUN_S = 0.001
-PACE_PAUSE_S = 0.0001
+# A worker process's pass runs at most PACE_RUN_S between batches, then sleeps PACE_PAUSE_S.
+# SCHED_IDLE alone does not keep a busy worker out of the broker's way on a small machine
+# (measured on 2 cores, docs/findings/cleaner.md): a CPU that runs an idle-policy task never
+# goes idle, so it never pulls over a broker or client thread queued behind another task on
+# the other CPU (waits of 3-15 ms were traced), and a thread woken onto the worker's CPU was
+# seen waiting for the next scheduler tick (4 ms at HZ=250). Each pause lets the CPU go idle,
+# so whatever waits gets it within about PACE_RUN_S (a batch is the finest step: ~1 ms for
+# 256 KiB). Measured cost: ~15% of the worker's throughput.
+PACE_RUN_S = 0.0005
+PACE_PAUSE_S = 0.00005
 
 
 class Pacer:
