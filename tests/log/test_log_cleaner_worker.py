@@ -1,5 +1,6 @@
 """The cleaner's worker process keeps out of the broker's way: it runs at idle priority from its
-first instruction, without BLAS helper threads, and pauses between batches (Pacer)."""
+first instruction, without BLAS helper threads, and pauses between batches when a thread waits
+for a CPU (Pacer)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +10,8 @@ import pytest
 
 from gregor.log import LogConfig
 from gregor.log.cleaner import OffsetMap
-from gregor.log.cleaner.cleaner import CleanPass, Pacer, cleanable, commit, prepare
+from gregor.log.cleaner.cleaner import (CleanPass, Pacer, cleanable, commit, cpu_wanted,
+                                        prepare)
 
 from tests.log.compaction_helpers import keyed_batch, open_log, records
 
@@ -32,6 +34,37 @@ def test_pacer_sleeps_once_per_run_of_work():
     assert slept == [0.0001] and pace.pauses == 1
     pace()                              # the run starts again after the pause
     assert pace.pauses == 1
+
+
+def test_pacer_pauses_only_when_a_thread_waits_for_a_cpu():
+    now = [0.0]
+    slept = []
+    waiting = [False]
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    pace = Pacer(run=0.001, pause=0.0001, clock=lambda: now[0], sleep=sleep,
+                 wanted=lambda: waiting[0])
+    for _ in range(30):                 # 3 ms of work, nobody waiting: no pause
+        now[0] += 0.0001
+        pace()
+    assert slept == []
+    waiting[0] = True
+    for _ in range(10):
+        now[0] += 0.0001
+        pace()
+    assert slept == [0.0001]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="Linux's /proc/loadavg")
+def test_cpu_wanted_reads_the_running_count():
+    wanted = cpu_wanted()
+    try:
+        assert wanted() in (True, False)
+    finally:
+        wanted.close()
 
 
 def test_a_paced_pass_keeps_the_same_records(tmp_path):

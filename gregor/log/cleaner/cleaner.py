@@ -188,30 +188,56 @@ def _no_yield() -> None:
     pass
 
 
-# A worker process's pass runs at most PACE_RUN_S between batches, then sleeps PACE_PAUSE_S.
-# SCHED_IDLE alone does not keep a busy worker out of the broker's way on a small machine
-# (measured on 2 cores, docs/findings/cleaner.md): a CPU that runs an idle-policy task never
-# goes idle, so it never pulls over a broker or client thread queued behind another task on
-# the other CPU (waits of 3-15 ms were traced), and a thread woken onto the worker's CPU was
-# seen waiting for the next scheduler tick (4 ms at HZ=250). Each pause lets the CPU go idle,
-# so whatever waits gets it within about PACE_RUN_S (a batch is the finest step: ~1 ms for
-# 256 KiB). Measured cost: ~15% of the worker's throughput.
+# A worker process's pass looks up, at most every PACE_RUN_S between batches, whether some
+# thread waits for a CPU, and if so sleeps PACE_PAUSE_S. SCHED_IDLE alone does not keep a busy
+# worker out of the broker's way on a small machine (measured on 2 cores,
+# docs/findings/cleaner.md): a CPU that runs an idle-policy task never goes idle, so it never
+# pulls over a broker or client thread queued behind another task on the other CPU (waits of
+# 3-15 ms were traced), and a thread woken onto the worker's CPU was seen waiting for the next
+# scheduler tick (4 ms at HZ=250). A pause lets the CPU go idle, so whatever waits gets it
+# within about PACE_RUN_S (a batch is the finest step: ~1 ms for 256 KiB); when nothing waits
+# the pass runs on. Without a way to tell (no /proc/loadavg) it pauses every PACE_RUN_S.
 PACE_RUN_S = 0.0005
 PACE_PAUSE_S = 0.00005
 
 
+def cpu_wanted():
+    """A function answering whether more threads are runnable than there are CPUs, i.e.
+    someone waits for one (the caller counts itself), from the running count of
+    /proc/loadavg (Linux; ~1 us a call); None where that file does not exist."""
+    try:
+        fd = os.open("/proc/loadavg", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    cpus = os.cpu_count() or 1
+
+    def wanted() -> bool:
+        try:                    # "0.52 0.58 0.59 3/214 12345": 3 runnable now
+            running = os.pread(fd, 128, 0).split()[3].split(b"/")[0]
+            return int(running) > cpus
+        except (OSError, IndexError, ValueError):
+            return True
+    wanted.close = lambda: os.close(fd)
+    return wanted
+
+
 class Pacer:
-    """Called between batches: sleeps `pause` seconds once `run` seconds of work went by."""
+    """Called between batches: once `run` seconds of work went by, sleeps `pause` seconds if
+    wanted() (None: always)."""
 
     def __init__(self, run: float = PACE_RUN_S, pause: float = PACE_PAUSE_S,
-                 clock=time.perf_counter, sleep=time.sleep):
+                 clock=time.perf_counter, sleep=time.sleep, wanted=None):
         self.run, self.pause = run, pause
-        self._clock, self._sleep = clock, sleep
+        self._clock, self._sleep, self._wanted = clock, sleep, wanted
         self._since = clock()
         self.pauses = 0
 
     def __call__(self) -> None:
-        if self._clock() - self._since >= self.run:
+        now = self._clock()
+        if now - self._since < self.run:
+            return
+        self._since = now
+        if self._wanted is None or self._wanted():
             self._sleep(self.pause)
             self.pauses += 1
             self._since = self._clock()

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 
 from ..segment import Segment
-from .cleaner import CleanPass, Pacer, SegmentView, Snapshot
+from .cleaner import CleanPass, Pacer, SegmentView, Snapshot, cpu_wanted
 from .offset_map import OffsetMap
 from .swap import CLEANED
 
@@ -98,7 +98,13 @@ def run_spec(spec: PassSpec):
         written.append([v.base_offset for v in group])
         return True
     throttle = Throttler(spec.io_rate)
-    stats = CleanPass(snap, _MAP, throttle=throttle, shares_gil=False, pace=Pacer()).run(keep)
+    wanted = cpu_wanted()
+    try:
+        stats = CleanPass(snap, _MAP, throttle=throttle, shares_gil=False,
+                          pace=Pacer(wanted=wanted)).run(keep)
+    finally:
+        if wanted is not None:
+            wanted.close()
     return stats, written
 
 
