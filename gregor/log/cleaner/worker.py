@@ -4,7 +4,8 @@ The cleaner's reading, hashing and filtering is Python code: on a thread it comp
 event loop for the GIL, which shows in produce latency. In a worker process (one per cleaner
 thread, started once as `python -c _BOOT`, which runs this module: forking a process with
 running threads is not safe, and multiprocessing's spawn would re-import the embedding
-program's main module) it runs on its own core. Requests and results are pickles framed by
+program's main module) it runs on its own core, at idle priority and pausing whenever a
+thread waits for a CPU (cleaner.py, Pacer). Requests and results are pickles framed by
 an 8-byte length on the worker's stdin and stdout. The worker gets a picklable description of the pass (paths,
 sizes, the snapshot's transaction and producer facts), writes every cleaned group's `.cleaned`
 files, and returns what it wrote; the broker then opens and swaps each group in on the event
