@@ -188,11 +188,59 @@ def _no_yield() -> None:
     pass
 
 
-_SYNC_RANGE = getattr(os, "sync_file_range", None)          # Linux only
-# write and wait: the data is on disk before the journal commit of the final fdatasync,
-# which then has no data of ours to wait for
-_SYNC_WRITE = (getattr(os, "SYNC_FILE_RANGE_WAIT_BEFORE", 0) | getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
-               | getattr(os, "SYNC_FILE_RANGE_WAIT_AFTER", 0))
+# A worker process's pass looks up, at most every PACE_RUN_S between batches, whether some
+# thread waits for a CPU, and if so sleeps PACE_PAUSE_S. SCHED_IDLE alone does not keep a busy
+# worker out of the broker's way on a small machine (measured on 2 cores,
+# docs/findings/cleaner.md): a CPU that runs an idle-policy task never goes idle, so it never
+# pulls over a broker or client thread queued behind another task on the other CPU (waits of
+# 3-15 ms were traced), and a thread woken onto the worker's CPU was seen waiting for the next
+# scheduler tick (4 ms at HZ=250). A pause lets the CPU go idle, so whatever waits gets it
+# within about PACE_RUN_S (a batch is the finest step: ~1 ms for 256 KiB); when nothing waits
+# the pass runs on. Without a way to tell (no /proc/loadavg) it pauses every PACE_RUN_S.
+PACE_RUN_S = 0.0005
+PACE_PAUSE_S = 0.00005
+
+
+def cpu_wanted():
+    """A function answering whether more threads are runnable than there are CPUs, i.e.
+    someone waits for one (the caller counts itself), from the running count of
+    /proc/loadavg (Linux; ~1 us a call); None where that file does not exist."""
+    try:
+        fd = os.open("/proc/loadavg", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    cpus = os.cpu_count() or 1
+
+    def wanted() -> bool:
+        try:                    # "0.52 0.58 0.59 3/214 12345": 3 runnable now
+            running = os.pread(fd, 128, 0).split()[3].split(b"/")[0]
+            return int(running) > cpus
+        except (OSError, IndexError, ValueError):
+            return True
+    wanted.close = lambda: os.close(fd)
+    return wanted
+
+
+class Pacer:
+    """Called between batches: once `run` seconds of work went by, sleeps `pause` seconds if
+    wanted() (None: always)."""
+
+    def __init__(self, run: float = PACE_RUN_S, pause: float = PACE_PAUSE_S,
+                 clock=time.perf_counter, sleep=time.sleep, wanted=None):
+        self.run, self.pause = run, pause
+        self._clock, self._sleep, self._wanted = clock, sleep, wanted
+        self._since = clock()
+        self.pauses = 0
+
+    def __call__(self) -> None:
+        now = self._clock()
+        if now - self._since < self.run:
+            return
+        self._since = now
+        if self._wanted is None or self._wanted():
+            self._sleep(self.pause)
+            self.pauses += 1
+            self._since = self._clock()
 
 
 @dataclass
@@ -210,9 +258,10 @@ class CleanPass:
     """Map the dirty section, then write and commit the cleaned groups."""
 
     def __init__(self, snap: Snapshot, offset_map: OffsetMap, *, throttle=None,
-                 shares_gil: bool = True):
-        # shares_gil=False: a worker process, where there is no event loop to yield to
-        self.yield_gil = _yield_gil if shares_gil else _no_yield
+                 shares_gil: bool = True, pace=None):
+        # shares_gil=False: a worker process, where there is no event loop to yield to; it
+        # passes a Pacer instead (pace is called between batches)
+        self.yield_gil = _yield_gil if shares_gil else (pace or _no_yield)
         self.snap = snap
         self.map = offset_map
         self.throttle = throttle
@@ -305,10 +354,9 @@ class CleanPass:
             if entries:
                 os.fdatasync(f.fileno())
         out.seal()
-        # Only the data is made durable before the swap: each fsync forces a journal commit
-        # that stalls the broker's own writes for milliseconds (measured: produce p99 x5 with
-        # four per group). The index files are a cache that recovery checks and rebuilds, and
-        # an empty .txnindex carries nothing.
+        # Only the data is made durable before the swap (one fsync per group, each a flush of
+        # the device's cache): the index files are a cache that recovery checks and
+        # rebuilds, and an empty .txnindex carries nothing.
         os.fdatasync(out.fd)
         for fd in out.dup_fds()[1:]:
             os.close(fd)
@@ -319,12 +367,7 @@ class CleanPass:
 
     def _write(self, out: Segment, parts: list, headers: list) -> None:
         buf = b"".join(parts)
-        at = out.size
         out.append(buf, headers)
-        if _SYNC_RANGE is not None:
-            # start writing back as we go, so the final fdatasync (a journal commit that
-            # stalls the broker's own writes meanwhile) has little left to wait for
-            _SYNC_RANGE(out.fd, at, len(buf), _SYNC_WRITE)
         self.stats.bytes_written += len(buf)
         if self.throttle is not None:
             self.throttle(len(buf))

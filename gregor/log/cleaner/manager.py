@@ -128,6 +128,10 @@ class LogCleanerManager:
             pool = WorkerProcess()
             with self._lock:
                 self._pools.append(pool)
+            try:
+                pool.start()
+            except OSError as e:        # run() tries again when a pass needs it
+                log.warning("could not start the cleaner's worker process: %s", e)
         while not self._stop.is_set():
             try:
                 worked = self.clean_one(offset_map, pool)
@@ -239,11 +243,12 @@ class LogCleanerManager:
             write_checkpoints(self.data_dir, {k: v for k, v in self.checkpoints.items()
                                               if k in live})
         mb = stats.bytes_read / 1e6
-        log.info("cleaned %s-%d: offsets %d..%d, %d segment(s) into %d, %.1f MB read, %.1f MB "
-                 "written, %.2fs (%.1f MB/s), dirty ratio was %.2f, longest event-loop step %.2f ms%s",
+        log.info("cleaned %s-%d: offsets %d..%d, %d segment(s) into %d, %.1f MB dirty, %.1f MB "
+                 "read, %.1f MB written, %.2fs (%.1f MB/s read), dirty ratio was %.2f, longest "
+                 "event-loop step %.2f ms%s",
                  key[0], key[1],
                  c.first_dirty, stats.end_offset - 1, stats.segments_in, stats.segments_out,
-                 mb, stats.bytes_written / 1e6, stats.seconds,
+                 c.dirty_bytes / 1e6, mb, stats.bytes_written / 1e6, stats.seconds,
                  mb / stats.seconds if stats.seconds else 0.0, c.ratio,
                  self.longest_loop_step * 1000,
                  "; the key map filled up, another round follows" if stats.map_full else "")
