@@ -1,0 +1,120 @@
+"""Records of KIP-848 consumer groups in `__consumer_offsets`, in Kafka's own schemas (the
+ConsumerGroup*Key/Value records of Kafka's group coordinator), so a group written by gregor
+reads back the way Kafka would read it.
+
+Key versions (the int16 in front of a key) name the record type:
+
+    3 ConsumerGroupMetadataKey (group)                 -> value: the group epoch
+    4 ConsumerGroupPartitionMetadataKey (group)        -> value: subscribed topics' metadata
+    5 ConsumerGroupMemberMetadataKey (group, member)   -> value: the member's subscription
+    6 ConsumerGroupTargetAssignmentMetadataKey (group) -> value: the target assignment epoch
+    7 ConsumerGroupTargetAssignmentMemberKey (group, member) -> value: its target partitions
+    8 ConsumerGroupCurrentMemberAssignmentKey (group, member) -> value: epochs, state,
+      assigned partitions and partitions pending revocation
+
+Keys are not flexible; values are (version 0, flexible). A null value is a tombstone.
+Partitions are keyed by topic id (16 bytes), as in Kafka.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ...protocol.primitives import DecodeError
+from ...protocol.schema import Codec, F, NULL
+
+_I16 = struct.Struct(">h")
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_METADATA = 6
+TARGET_MEMBER = 7
+CURRENT_MEMBER = 8
+KEY_VERSIONS = range(GROUP_METADATA, CURRENT_MEMBER + 1)
+_GROUP_ONLY = {GROUP_METADATA, PARTITION_METADATA, TARGET_METADATA}
+
+_GROUP_KEY = Codec([F("group_id", "string")], 0, False)
+_MEMBER_KEY = Codec([F("group_id", "string"), F("member_id", "string")], 0, False)
+
+_TP = [F("topic_id", "uuid"), F("partitions", "[]int32")]
+_VALUES = {
+    GROUP_METADATA: Codec([F("epoch", "int32")], 0, True),
+    PARTITION_METADATA: Codec([F("topics", "[]", fields=[
+        F("topic_id", "uuid"), F("topic_name", "string"), F("num_partitions", "int32"),
+        F("partition_metadata", "[]", fields=[F("partition", "int32"),
+                                              F("racks", "[]string")])])], 0, True),
+    MEMBER_METADATA: Codec([
+        F("instance_id", "string", nullable="0+"),
+        F("rack_id", "string", nullable="0+"),
+        F("client_id", "string"),
+        F("client_host", "string"),
+        F("subscribed_topic_names", "[]string"),
+        F("subscribed_topic_regex", "string", nullable="0+"),
+        F("rebalance_timeout_ms", "int32", default=-1),
+        F("server_assignor", "string", nullable="0+"),
+        # Kafka's ClassicMemberMetadata (tag 0) is written only for members that joined with
+        # JoinGroup into a consumer group; gregor does not build that migration path.
+        F("classic_member_metadata", "struct", nullable="0+", tagged="0+", tag=0,
+          default=NULL, fields=[
+              F("session_timeout_ms", "int32"),
+              F("supported_protocols", "[]", fields=[F("name", "string"),
+                                                     F("metadata", "bytes")])]),
+    ], 0, True),
+    TARGET_METADATA: Codec([F("assignment_epoch", "int32")], 0, True),
+    TARGET_MEMBER: Codec([F("topic_partitions", "[]", fields=_TP)], 0, True),
+    CURRENT_MEMBER: Codec([
+        F("member_epoch", "int32"),
+        F("previous_member_epoch", "int32"),
+        F("state", "int8"),
+        F("assigned_partitions", "[]", fields=_TP),
+        F("partitions_pending_revocation", "[]", fields=_TP),
+    ], 0, True),
+}
+VALUE_VERSION = 0
+
+
+@dataclass(frozen=True)
+class ConsumerKey:
+    """A consumer-group record's key: its type (the key version), group and member."""
+    kind: int
+    group: str
+    member_id: str | None = None
+
+
+def encode_key(kind: int, group: str, member_id: str | None = None) -> bytes:
+    if kind in _GROUP_ONLY:
+        return _I16.pack(kind) + _GROUP_KEY.encode({"group_id": group})
+    return _I16.pack(kind) + _MEMBER_KEY.encode({"group_id": group, "member_id": member_id})
+
+
+def decode_key(kind: int, body) -> ConsumerKey:
+    if kind in _GROUP_ONLY:
+        return ConsumerKey(kind, _GROUP_KEY.decode(body)["group_id"])
+    k = _MEMBER_KEY.decode(body)
+    return ConsumerKey(kind, k["group_id"], k["member_id"])
+
+
+def encode_value(kind: int, value: dict) -> bytes:
+    return _I16.pack(VALUE_VERSION) + _VALUES[kind].encode(value)
+
+
+def decode_value(kind: int, data: bytes) -> dict:
+    if len(data) < 2:
+        raise DecodeError("consumer group record value shorter than its version")
+    (version,) = _I16.unpack_from(data)
+    if version != VALUE_VERSION:
+        # Flexible values only ever add tagged fields; a newer version still reads as 0.
+        if version < 0:
+            raise DecodeError(f"invalid consumer group value version {version}")
+    return _VALUES[kind].decode(memoryview(data)[2:])
+
+
+def tps(assignment: dict[bytes, set[int]]) -> list[dict]:
+    """{topic id: partitions} as the records' TopicPartitions array (sorted, stable bytes)."""
+    return [{"topic_id": t, "partitions": sorted(ps)}
+            for t, ps in sorted(assignment.items()) if ps]
+
+
+def from_tps(entries) -> dict[bytes, set[int]]:
+    return {bytes(e["topic_id"]): set(e["partitions"]) for e in entries if e["partitions"]}
