@@ -11,7 +11,9 @@ from ...protocol.errors import ErrorCode
 from ..topics import topic_name_error
 
 API_KEY = 3
-VERSIONS = (0, 8)           # v9 is the first flexible version
+# v9 is the first flexible version; v10+ carries topic ids, v12 lets a request name topics by
+# id only: librdkafka's KIP-848 consumer resolves its assignment (topic ids) that way.
+VERSIONS = (0, 12)
 INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 NO_AUTHORIZED_OPS = -2147483648
 
@@ -26,10 +28,14 @@ def handle(broker, ctx, request) -> dict:
         names = sorted(t.name for t in broker.store.live())
         allow_create = False
     else:
-        names = [t["name"] for t in requested]
+        names = [t["name"] if t["name"] is not None or version < 10 else
+                 by_id(broker.store.live(), t["topic_id"]) for t in requested]
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     topics = []
     for name in names:
+        if isinstance(name, bytes):
+            topics.append(unknown_id(name))
+            continue
         topics.append(_describe(broker, name, allow_create))
     return {
         "throttle_time_ms": 0,
@@ -68,3 +74,18 @@ def _describe(broker, name, allow_create: bool) -> dict:
             "offline_replicas": [],
         })
     return entry
+
+
+def by_id(live, topic_id) -> str | bytes:
+    """The name of the live topic with this id, or the id itself when none has it."""
+    hex_id = bytes(topic_id or b"").hex()
+    for t in live:
+        if t.topic_id == hex_id:
+            return t.name
+    return bytes(topic_id or bytes(16))
+
+
+def unknown_id(topic_id: bytes) -> dict:
+    return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id,
+            "is_internal": False, "partitions": [],
+            "topic_authorized_operations": NO_AUTHORIZED_OPS}

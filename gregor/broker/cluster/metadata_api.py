@@ -36,12 +36,24 @@ def metadata(member, version: int, request: dict) -> dict:
     if requested is None or (version == 0 and not requested):
         names = sorted(n for n, v in snap.topics.items() if not v.deleting)
     else:
-        names = [t["name"] for t in requested]
+        names = [t["name"] if t["name"] is not None or version < 10 else
+                 _by_id(snap, t["topic_id"]) for t in requested]
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
+    from ..apis.metadata import unknown_id
     return {"throttle_time_ms": 0, "brokers": brokers(snap), "cluster_id": member.cluster_id,
             "controller_id": snap.controller_id,
-            "topics": [_topic(member, snap, name, allow_create) for name in names],
+            "topics": [unknown_id(name) if isinstance(name, bytes) else
+                       _topic(member, snap, name, allow_create) for name in names],
             "cluster_authorized_operations": NO_AUTHORIZED_OPS}
+
+
+def _by_id(snap, topic_id) -> str | bytes:
+    """v10+ requests may name a topic by id only (KIP-848 consumers resolve assignments so)."""
+    want = bytes(topic_id or bytes(16))
+    for n, v in snap.topics.items():
+        if not v.deleting and _uuid_bytes(v.assignment.topic_id) == want:
+            return n
+    return want
 
 
 def _topic(member, snap, name, allow_create: bool) -> dict:

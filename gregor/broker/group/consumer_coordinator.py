@@ -73,6 +73,8 @@ class ConsumerGroupsMixin:
                 group, records, answer = self._consumer_join_or_heartbeat(
                     request, client_id, client_host)
         except HeartbeatError as e:
+            if e.code == E.INVALID_REQUEST:
+                log.info("group %s: ConsumerGroupHeartbeat refused: %s", group_id, e.message)
             return respond(_error(e.code, e.message))
         self._write_then(group, records, lambda: respond(answer),
                          lambda c: respond(_error(c)))
@@ -84,7 +86,8 @@ class ConsumerGroupsMixin:
             invalid("InstanceId can't be empty.")
         if r["rack_id"] == "":
             invalid("RackId can't be empty.")
-        if r.get("subscribed_topic_regex") is not None:
+        # librdkafka sends an empty regex with a subscription by names: that means none.
+        if r.get("subscribed_topic_regex"):
             invalid("SubscribedTopicRegex is not supported yet.")
         epoch = r["member_epoch"]
         if version >= 1 and not r["member_id"]:
