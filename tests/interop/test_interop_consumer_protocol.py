@@ -226,3 +226,31 @@ def test_group_and_members_survive_kill_9_of_the_broker(tmp_path):
             c3.close()
     finally:
         b.stop()
+
+
+def test_regex_subscription_is_resolved_by_the_broker(broker):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    stamp = int(time.time() * 1000) % 100000
+    prefix = f"rx{stamp}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for name in (f"{prefix}-a", f"{prefix}-b", f"other{stamp}"):
+        admin.create_topics([NewTopic(name, 2, 1)])[name].result(30)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for name in (f"{prefix}-a", f"{prefix}-b", f"other{stamp}"):
+        for i in range(10):
+            p.produce(name, value=b"%d" % i, partition=i % 2)
+    assert p.flush(30) == 0
+    c = consumer(broker, f"kip848-rx-{stamp}")
+    try:
+        c.subscribe([f"^{prefix}-.*"])        # librdkafka sends it as SubscribedTopicRegex
+        topics: dict = {}
+        deadline = time.monotonic() + 30
+        while sum(topics.values()) < 20 and time.monotonic() < deadline:
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                topics[m.topic()] = topics.get(m.topic(), 0) + 1
+        assert topics == {f"{prefix}-a": 10, f"{prefix}-b": 10}
+        assert {tp.topic for tp in c.assignment()} == {f"{prefix}-a", f"{prefix}-b"}
+    finally:
+        c.close()

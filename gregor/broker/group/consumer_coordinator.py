@@ -19,6 +19,7 @@ so no answer shows state that could be lost.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import replace
 from typing import Callable
@@ -86,9 +87,14 @@ class ConsumerGroupsMixin:
             invalid("InstanceId can't be empty.")
         if r["rack_id"] == "":
             invalid("RackId can't be empty.")
-        # librdkafka sends an empty regex with a subscription by names: that means none.
-        if r.get("subscribed_topic_regex"):
-            invalid("SubscribedTopicRegex is not supported yet.")
+        regex = r.get("subscribed_topic_regex")
+        if regex:
+            try:
+                re.compile(regex)
+            except re.error as e:
+                raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION,
+                                     f"SubscribedTopicRegex {regex!r} is not a valid regular "
+                                     f"expression: {e}.")
         epoch = r["member_epoch"]
         if version >= 1 and not r["member_id"]:
             invalid("MemberId can't be empty.")
@@ -100,8 +106,9 @@ class ConsumerGroupsMixin:
                 invalid("RebalanceTimeoutMs must be provided in first request.")
             if r["topic_partitions"] is None or r["topic_partitions"]:
                 invalid("TopicPartitions must be empty when (re-)joining.")
-            if not r["subscribed_topic_names"]:
-                invalid("SubscribedTopicNames must be set in first request.")
+            if not r["subscribed_topic_names"] and not regex:
+                invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first "
+                        "request.")
         elif epoch == STATIC_LEAVE_EPOCH:
             if not r["member_id"]:
                 invalid("MemberId can't be empty.")
@@ -208,6 +215,9 @@ class ConsumerGroupsMixin:
             updated.server_assignor = r["server_assignor"]
         if r["subscribed_topic_names"] is not None:
             updated.subscribed_topic_names = tuple(sorted(set(r["subscribed_topic_names"])))
+        if r.get("subscribed_topic_regex") is not None:
+            # An empty regex means none (librdkafka sends one beside topic names).
+            updated.subscribed_topic_regex = r["subscribed_topic_regex"] or None
 
         if replaced is not None:
             self._replace_static(group, replaced, updated, records)
@@ -215,9 +225,10 @@ class ConsumerGroupsMixin:
         if is_new or replaced is not None or updated.metadata_key() != member.metadata_key():
             records.append(self._member_record(group_id, updated))
             bump = tuple(updated.subscribed_topic_names) != tuple(member.subscribed_topic_names) \
+                or updated.subscribed_topic_regex != member.subscribed_topic_regex \
                 or updated.server_assignor != member.server_assignor
         others = [m for mid, m in group.members.items() if mid != member_id]
-        meta = self._subscription_metadata(group.subscribed_topics(others + [updated]))
+        meta = self._subscription_metadata(self._topics_of(others + [updated]))
         if meta != group.subscription_metadata:
             bump = True
             group.subscription_metadata = meta
@@ -327,7 +338,7 @@ class ConsumerGroupsMixin:
         self._cancel(member, "rebalance_timer")
         group.remove(member.member_id)
         records = self._member_tombstones(group.group_id, member.member_id)
-        meta = self._subscription_metadata(group.subscribed_topics())
+        meta = self._subscription_metadata(self._topics_of(group.members.values()))
         if meta != group.subscription_metadata:
             group.subscription_metadata = meta
             records.append(self._partition_metadata_record(group.group_id, meta))
@@ -381,6 +392,30 @@ class ConsumerGroupsMixin:
         member.rebalance_timer = handle
 
     # -- target assignment ----------------------------------------------------------------
+    def _topics_of(self, members) -> set[str]:
+        """The topics members subscribe to: their names and what their regexes match."""
+        out: set[str] = set()
+        regexes = set()
+        for m in members:
+            out.update(m.subscribed_topic_names)
+            if m.subscribed_topic_regex:
+                regexes.add(m.subscribed_topic_regex)
+        for regex in regexes:
+            out.update(self._matching(regex))
+        return out
+
+    def _matching(self, regex: str) -> list[str]:
+        """Topics a subscription regex selects: the whole name must match (as Kafka's RE2J
+        matches()); internal topics are never selected."""
+        if self.metadata is None or not hasattr(self.metadata, "names"):
+            return []
+        try:
+            pattern = re.compile(regex)
+        except re.error:
+            return []
+        return [n for n in self.metadata.names()
+                if not n.startswith("__") and pattern.fullmatch(n)]
+
     def _subscription_metadata(self, names: set[str]) -> dict:
         out = {}
         for name in sorted(names):
@@ -392,7 +427,7 @@ class ConsumerGroupsMixin:
     def _compute_target(self, group: ConsumerGroup, records: list) -> None:
         meta = group.subscription_metadata
         topics = {tid: n for tid, n in meta.values()}
-        members = {mid: {meta[n][0] for n in m.subscribed_topic_names if n in meta}
+        members = {mid: {meta[n][0] for n in self._topics_of([m]) if n in meta}
                    for mid, m in group.members.items()}
         name = group.preferred_assignor(self._assignors()[0])
         new = ASSIGNORS[name](members, topics, group.target)

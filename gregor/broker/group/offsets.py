@@ -227,7 +227,7 @@ class OffsetsMixin:
             return respond(E.GROUP_ID_NOT_FOUND, {})
         subscribed: set[str] = set()
         if isinstance(group, ConsumerGroup):
-            subscribed = group.subscribed_topics()
+            subscribed = self._topics_of(group.members.values())
         elif not group.is_(S.EMPTY):
             if group.protocol_type != "consumer":
                 return respond(E.NON_EMPTY_GROUP, {})
@@ -263,7 +263,7 @@ class OffsetsMixin:
             if consumer:
                 # Empty: expire from the moment it became empty; else unsubscribed topics.
                 base_empty = group.state_timestamp_ms if group.is_empty() else None
-                subscribed = group.subscribed_topics()
+                subscribed = self._topics_of(group.members.values())
             elif group.protocol_type is None or group.is_(S.EMPTY):
                 base_empty = group.state_timestamp_ms if group.protocol_type else None
                 subscribed: set[str] = set()

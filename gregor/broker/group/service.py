@@ -152,6 +152,9 @@ class TopicMetadata:
             return None
         return t.topic_id_bytes, t.partitions
 
+    def names(self) -> list[str]:
+        return [t.name for t in self.broker.store.live()]
+
     def name(self, topic_id: bytes):
         hex_id = bytes(topic_id).hex()
         for t in self.broker.store.live():

@@ -21,6 +21,9 @@ class FakeMetadata:
     def topic(self, name):
         return self.topics.get(name)
 
+    def names(self):
+        return list(self.topics)
+
     def name(self, topic_id):
         return next((n for n, (t, _) in self.topics.items() if t == topic_id), None)
 

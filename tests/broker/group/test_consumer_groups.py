@@ -51,12 +51,13 @@ def test_invalid_first_heartbeats_are_refused_as_kafka_refuses_them():
         dict(member_id="m", epoch=-3, topics=["a"], owned=[]),
         dict(member_id="m", epoch=-2, topics=["a"], owned=[]),           # static leave, no id
         dict(member_id="m", epoch=0, topics=["a"], owned=[], instance_id=""),
-        dict(member_id="m", epoch=0, topics=["a"], owned=[], regex="a.*"),
     ]
     for kw in cases:
         assert heartbeat(c, **kw)["error_code"] == E.INVALID_REQUEST, kw
     r = heartbeat(c, member_id="m", epoch=0, topics=["a"], owned=[], assignor="sticky")
     assert r["error_code"] == E.UNSUPPORTED_ASSIGNOR
+    r = heartbeat(c, member_id="m", epoch=0, topics=None, owned=[], regex="a(")
+    assert r["error_code"] == E.INVALID_REGULAR_EXPRESSION
     # librdkafka sends an empty regex beside topic names: that is no regex
     assert heartbeat(c, member_id="m", epoch=0, topics=["a"], owned=[],
                      regex="")["error_code"] == 0
@@ -415,3 +416,32 @@ def test_records_round_trip_in_kafkas_layout():
            "assigned_partitions": R.tps({A: {2, 1}}),
            "partitions_pending_revocation": R.tps({B: {0}})}
     assert R.decode_value(R.CURRENT_MEMBER, R.encode_value(R.CURRENT_MEMBER, cur)) == cur
+
+
+def test_regex_subscription_follows_the_topics_it_matches():
+    meta = FakeMetadata(orders_eu=2, orders_us=2, other=3, __internal=1)
+    c, _, _ = make_consumer(meta)
+    m1 = Member(c, "m1", [])
+    r = heartbeat(c, member_id="m1", epoch=0, topics=None, owned=[], regex="(^orders_.*)")
+    m1._apply(r)
+    assert r["error_code"] == 0
+    assert m1.partitions() == all_of(meta, "orders_eu", "orders_us")
+    assert c.consumer_describe("g")["members"][0]["subscribed_topic_regex"] == "(^orders_.*)"
+    # a topic created later that matches joins the subscription; others do not
+    meta.add("orders_asia", 2)
+    meta.add("orders", 1)                     # the whole name must match (no "_" here)
+    meta.add("xorders_x", 1)
+    m1.beat()
+    assert m1.partitions() == all_of(meta, "orders_eu", "orders_us", "orders_asia")
+    # a second member by name shares them
+    m2 = Member(c, "m2", ["orders_eu", "orders_us", "orders_asia"])
+    m2.join()
+    settle([m1, m2], check=lambda: no_partition_twice([m1, m2]))
+    assert m1.partitions() | m2.partitions() == all_of(meta, "orders_eu", "orders_us",
+                                                       "orders_asia")
+    assert len(m1.partitions()) == len(m2.partitions()) == 3
+    # the subscribed topics protect their offsets from OffsetDelete
+    got = Answer()
+    c.delete_offsets("g", [("orders_asia", 0), ("other", 0)],
+                     lambda code, res: got((code, res)))
+    assert got.value[1] == {("orders_asia", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("other", 0): 0}
