@@ -61,7 +61,7 @@ class OffsetsMixin:
     # -- OffsetCommit ---------------------------------------------------------------------
     def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                offsets: dict[TP, tuple[int, int, str | None]], respond: Callable[[dict], None],
-               retention_ms: int = -1) -> None:
+               retention_ms: int = -1, api_version: int | None = None) -> None:
         """offsets: (topic, partition) -> (offset, leader_epoch, metadata); answers
         {(topic, partition): error}."""
         code = self.group_status(group_id)
@@ -76,6 +76,10 @@ class OffsetsMixin:
             group = self._new_group(group_id)
         if isinstance(group, ConsumerGroup):
             code = _validate_consumer_member(group, generation, member_id)
+            if not code and api_version is not None and api_version < 9 and \
+                    member_id in group.members:
+                # Kafka: members of a consumer-protocol group commit with OffsetCommit v9+.
+                code = E.UNSUPPORTED_VERSION
             if code:
                 return respond({tp: code for tp in offsets})
             return self._write_offsets(group, offsets, respond, retention_ms=retention_ms)

@@ -322,6 +322,9 @@ def test_offsets_of_a_consumer_group_check_the_member_epoch():
         return a.value[("a", 0)]
     assert commit("m1", 1) == 0
     assert commit("m1", 0) == E.STALE_MEMBER_EPOCH
+    old_version = Answer()
+    c.commit("g", 1, "m1", None, {("a", 0): (6, -1, "")}, old_version, api_version=8)
+    assert old_version.value[("a", 0)] == E.UNSUPPORTED_VERSION
     assert commit("zz", 1) == E.UNKNOWN_MEMBER_ID
     assert commit("", -1) == E.UNKNOWN_MEMBER_ID       # not while the group has members
     assert c.fetch_offsets("g", [("a", 0)], member_id="m1", member_epoch=1)[1][("a", 0)][0] == 5
@@ -445,3 +448,24 @@ def test_regex_subscription_follows_the_topics_it_matches():
     c.delete_offsets("g", [("orders_asia", 0), ("other", 0)],
                      lambda code, res: got((code, res)))
     assert got.value[1] == {("orders_asia", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("other", 0): 0}
+
+
+def test_metrics_count_consumer_groups_by_state_and_their_rebalances():
+    from gregor.broker.group.service import GroupMetrics
+    c, _, _ = make_consumer()
+    metrics = GroupMetrics()
+    metrics.coordinator = c
+    c.metrics = metrics
+    m1, m2 = Member(c, "m1", ["a"]), Member(c, "m2", ["a"])
+    m1.join()
+    m2.join()
+    families = {f.name: f for f in metrics.collect()}
+    states = {s.labels["state"]: s.value for s in families["gregor_consumer_groups"].samples}
+    assert states["Reconciling"] == 1 and states["Stable"] == 0
+    settle([m1, m2])
+    families = {f.name: f for f in metrics.collect()}
+    states = {s.labels["state"]: s.value for s in families["gregor_consumer_groups"].samples}
+    assert states["Stable"] == 1
+    [sample] = [s for s in families["gregor_consumer_group_rebalances"].samples
+                if s.name.endswith("_total")]
+    assert sample.value == 2
