@@ -169,8 +169,21 @@ def test_admin_clients_list_and_describe_a_consumer_protocol_group(broker):
         try:
             assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
                     "group_type": "consumer"} in ka.list_groups()
+            kd = ka.describe_groups([group])[group]
+            assert kd["group_state"] == "Dead" and kd["members"] == []
         finally:
             ka.close()
+        # gregor's admin (and `gregor groups describe`) asks ConsumerGroupDescribe first
+        from gregor.client.admin import AdminClient as GregorAdmin
+        ga = GregorAdmin({"bootstrap.servers": broker.bootstrap})
+        try:
+            gd = ga.describe_groups([group])[group]
+            assert (gd.state, gd.protocol_type, gd.protocol) == ("Stable", "consumer", "uniform")
+            [gm] = gd.members
+            assert gm.client_id == "kip848-member"
+            assert gm.assignment == [(topic, p) for p in range(PARTITIONS)]
+        finally:
+            ga.close()
     finally:
         c.close()
 
