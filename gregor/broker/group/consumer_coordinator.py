@@ -223,7 +223,7 @@ class ConsumerGroupsMixin:
             self._replace_static(group, replaced, updated, records)
         bump = False
         if is_new or replaced is not None or updated.metadata_key() != member.metadata_key():
-            records.append(self._member_record(group_id, updated))
+            records.append(R.member_record(group_id, updated))
             bump = tuple(updated.subscribed_topic_names) != tuple(member.subscribed_topic_names) \
                 or updated.subscribed_topic_regex != member.subscribed_topic_regex \
                 or updated.server_assignor != member.server_assignor
@@ -232,11 +232,10 @@ class ConsumerGroupsMixin:
         if meta != group.subscription_metadata:
             bump = True
             group.subscription_metadata = meta
-            records.append(self._partition_metadata_record(group_id, meta))
+            records.append(R.partition_metadata_record(group_id, meta))
         if bump:
             group.group_epoch += 1
-            records.append((R.encode_key(R.GROUP_METADATA, group_id),
-                            R.encode_value(R.GROUP_METADATA, {"epoch": group.group_epoch})))
+            records.append(R.group_epoch_record(group_id, group.group_epoch))
             self._count("consumer_rebalances")
             log.info("group %s: group epoch %d", group_id, group.group_epoch)
         # The member is part of the group from here on (the target includes it).
@@ -251,10 +250,10 @@ class ConsumerGroupsMixin:
             raise HeartbeatError(E.FENCED_MEMBER_EPOCH, str(e))
         if updated is not before:
             if updated.assignment_key() != before.assignment_key() or is_new:
-                records.append(self._current_record(group_id, updated))
+                records.append(R.current_record(group_id, updated))
             group.add_or_replace(updated)
         elif is_new or replaced is not None:
-            records.append(self._current_record(group_id, updated))
+            records.append(R.current_record(group_id, updated))
         if updated.state is MemberState.UNREVOKED_PARTITIONS:
             if before.state is not MemberState.UNREVOKED_PARTITIONS or \
                     before.member_epoch != updated.member_epoch or updated.rebalance_timer is None:
@@ -292,9 +291,9 @@ class ConsumerGroupsMixin:
         self._cancel(old, "session_timer")
         self._cancel(old, "rebalance_timer")
         group.remove(old.member_id)
-        records.extend(self._member_tombstones(group.group_id, old.member_id))
+        records.extend(R.member_tombstones(group.group_id, old.member_id))
         group.target[new.member_id] = target
-        records.append(self._target_record(group.group_id, new.member_id, target))
+        records.append(R.target_record(group.group_id, new.member_id, target))
         log.info("group %s: static member %s comes back as %s", group.group_id,
                  new.instance_id, new.member_id)
 
@@ -327,7 +326,7 @@ class ConsumerGroupsMixin:
                 self._schedule_session_timeout(group, left)
                 log.info("group %s: static member %s (%s) left temporarily", group_id,
                          member_id, instance_id)
-                return group, [self._current_record(group_id, left)], answer
+                return group, [R.current_record(group_id, left)], answer
         log.info("group %s: member %s left", group_id, member_id)
         return group, self._fence(group, member), answer
 
@@ -337,14 +336,13 @@ class ConsumerGroupsMixin:
         self._cancel(member, "session_timer")
         self._cancel(member, "rebalance_timer")
         group.remove(member.member_id)
-        records = self._member_tombstones(group.group_id, member.member_id)
+        records = R.member_tombstones(group.group_id, member.member_id)
         meta = self._subscription_metadata(self._topics_of(group.members.values()))
         if meta != group.subscription_metadata:
             group.subscription_metadata = meta
-            records.append(self._partition_metadata_record(group.group_id, meta))
+            records.append(R.partition_metadata_record(group.group_id, meta))
         group.group_epoch += 1
-        records.append((R.encode_key(R.GROUP_METADATA, group.group_id),
-                        R.encode_value(R.GROUP_METADATA, {"epoch": group.group_epoch})))
+        records.append(R.group_epoch_record(group.group_id, group.group_epoch))
         self._count("consumer_rebalances")
         if not group.members:
             group.state_timestamp_ms = self.clock()
@@ -434,68 +432,15 @@ class ConsumerGroupsMixin:
         for mid, a in new.items():
             a = {t: ps for t, ps in a.items() if ps}
             if R.tps(a) != R.tps(group.target.get(mid, {})) or mid not in group.target:
-                records.append(self._target_record(group.group_id, mid, a))
+                records.append(R.target_record(group.group_id, mid, a))
             group.target[mid] = a
         for mid in list(group.target):
             if mid not in group.members:
                 del group.target[mid]
         group.assignment_epoch = group.group_epoch
-        records.append((R.encode_key(R.TARGET_METADATA, group.group_id),
-                        R.encode_value(R.TARGET_METADATA,
-                                       {"assignment_epoch": group.assignment_epoch})))
+        records.append(R.target_epoch_record(group.group_id, group.assignment_epoch))
         log.info("group %s: target assignment for epoch %d by %s", group.group_id,
                  group.group_epoch, name)
-
-    # -- records --------------------------------------------------------------------------
-    @staticmethod
-    def _member_record(group_id: str, m: ConsumerMember) -> tuple:
-        return (R.encode_key(R.MEMBER_METADATA, group_id, m.member_id),
-                R.encode_value(R.MEMBER_METADATA, {
-                    "instance_id": m.instance_id, "rack_id": m.rack_id,
-                    "client_id": m.client_id, "client_host": m.client_host,
-                    "subscribed_topic_names": list(m.subscribed_topic_names),
-                    "subscribed_topic_regex": m.subscribed_topic_regex,
-                    "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                    "server_assignor": m.server_assignor}))
-
-    @staticmethod
-    def _current_record(group_id: str, m: ConsumerMember) -> tuple:
-        return (R.encode_key(R.CURRENT_MEMBER, group_id, m.member_id),
-                R.encode_value(R.CURRENT_MEMBER, {
-                    "member_epoch": m.member_epoch,
-                    "previous_member_epoch": m.previous_member_epoch,
-                    "state": int(m.state), "assigned_partitions": R.tps(m.assigned),
-                    "partitions_pending_revocation": R.tps(m.pending_revocation)}))
-
-    @staticmethod
-    def _target_record(group_id: str, member_id: str, a: dict) -> tuple:
-        return (R.encode_key(R.TARGET_MEMBER, group_id, member_id),
-                R.encode_value(R.TARGET_MEMBER, {"topic_partitions": R.tps(a)}))
-
-    @staticmethod
-    def _partition_metadata_record(group_id: str, meta: dict) -> tuple:
-        return (R.encode_key(R.PARTITION_METADATA, group_id),
-                R.encode_value(R.PARTITION_METADATA, {"topics": [
-                    {"topic_id": tid, "topic_name": name, "num_partitions": n,
-                     "partition_metadata": []} for name, (tid, n) in sorted(meta.items())]}))
-
-    @staticmethod
-    def _member_tombstones(group_id: str, member_id: str) -> list:
-        # Kafka's order: current assignment, target assignment, then the member itself.
-        return [(R.encode_key(R.CURRENT_MEMBER, group_id, member_id), None),
-                (R.encode_key(R.TARGET_MEMBER, group_id, member_id), None),
-                (R.encode_key(R.MEMBER_METADATA, group_id, member_id), None)]
-
-    @classmethod
-    def consumer_group_tombstones(cls, group: ConsumerGroup) -> list:
-        records = []
-        for mid in set(group.members) | set(group.target):
-            records.extend(cls._member_tombstones(group.group_id, mid))
-        gid = group.group_id
-        records += [(R.encode_key(R.TARGET_METADATA, gid), None),
-                    (R.encode_key(R.PARTITION_METADATA, gid), None),
-                    (R.encode_key(R.GROUP_METADATA, gid), None)]
-        return records
 
     def _write_then(self, group: ConsumerGroup, records: list, ok: Callable[[], None],
                     failed: Callable[[int], None]) -> None:

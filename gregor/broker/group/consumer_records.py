@@ -118,3 +118,64 @@ def tps(assignment: dict[bytes, set[int]]) -> list[dict]:
 
 def from_tps(entries) -> dict[bytes, set[int]]:
     return {bytes(e["topic_id"]): set(e["partitions"]) for e in entries if e["partitions"]}
+
+
+# -- the records of a group's changes ---------------------------------------------------------
+def group_epoch_record(group_id: str, epoch: int) -> tuple:
+    return (encode_key(GROUP_METADATA, group_id), encode_value(GROUP_METADATA, {"epoch": epoch}))
+
+
+def target_epoch_record(group_id: str, epoch: int) -> tuple:
+    return (encode_key(TARGET_METADATA, group_id),
+            encode_value(TARGET_METADATA, {"assignment_epoch": epoch}))
+
+
+def member_record(group_id: str, m) -> tuple:
+    return (encode_key(MEMBER_METADATA, group_id, m.member_id),
+            encode_value(MEMBER_METADATA, {
+                "instance_id": m.instance_id, "rack_id": m.rack_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                "server_assignor": m.server_assignor}))
+
+
+def current_record(group_id: str, m) -> tuple:
+    return (encode_key(CURRENT_MEMBER, group_id, m.member_id),
+            encode_value(CURRENT_MEMBER, {
+                "member_epoch": m.member_epoch,
+                "previous_member_epoch": m.previous_member_epoch,
+                "state": int(m.state), "assigned_partitions": tps(m.assigned),
+                "partitions_pending_revocation": tps(m.pending_revocation)}))
+
+
+def target_record(group_id: str, member_id: str, a: dict) -> tuple:
+    return (encode_key(TARGET_MEMBER, group_id, member_id),
+            encode_value(TARGET_MEMBER, {"topic_partitions": tps(a)}))
+
+
+def partition_metadata_record(group_id: str, meta: dict) -> tuple:
+    """meta: {topic name: (topic id, partition count)}; racks are not tracked."""
+    return (encode_key(PARTITION_METADATA, group_id),
+            encode_value(PARTITION_METADATA, {"topics": [
+                {"topic_id": tid, "topic_name": name, "num_partitions": n,
+                 "partition_metadata": []} for name, (tid, n) in sorted(meta.items())]}))
+
+
+def member_tombstones(group_id: str, member_id: str) -> list:
+    # Kafka's order: current assignment, target assignment, then the member itself.
+    return [(encode_key(CURRENT_MEMBER, group_id, member_id), None),
+            (encode_key(TARGET_MEMBER, group_id, member_id), None),
+            (encode_key(MEMBER_METADATA, group_id, member_id), None)]
+
+
+def group_tombstones(group) -> list:
+    """Every record of a group (its members', then its own), deleted."""
+    records = []
+    for mid in set(group.members) | set(group.target):
+        records.extend(member_tombstones(group.group_id, mid))
+    gid = group.group_id
+    return records + [(encode_key(TARGET_METADATA, gid), None),
+                      (encode_key(PARTITION_METADATA, gid), None),
+                      (encode_key(GROUP_METADATA, gid), None)]

@@ -24,6 +24,7 @@ from typing import Callable
 
 from ...protocol.errors import ErrorCode
 from ..txn.coordinator import partition_for
+from . import consumer_records
 from . import log_records as L
 from .consumer_coordinator import ConsumerGroupsMixin
 from .consumer_group import ConsumerGroup
@@ -134,7 +135,7 @@ class GroupCoordinator(OffsetsMixin, ConsumerGroupsMixin):
                 return respond(join_error(member_id, E.INCONSISTENT_GROUP_PROTOCOL))
             # An empty consumer group becomes a classic one, keeping its offsets.
             self.store.write(self.partition_of(group_id),
-                             self.consumer_group_tombstones(group), lambda c, _o=-1: None)
+                             consumer_records.group_tombstones(group), lambda c, _o=-1: None)
             self._unload_consumer_group(group)
             old, group = group, None
             del self.groups[group_id]
@@ -664,7 +665,7 @@ class GroupCoordinator(OffsetsMixin, ConsumerGroupsMixin):
                     results[gid] = E.NON_EMPTY_GROUP
                     continue
                 records = [(L.encode_offset_key(gid, t, p), None) for t, p in group.offsets]
-                records += self.consumer_group_tombstones(group)
+                records += consumer_records.group_tombstones(group)
                 writes.setdefault(self.partition_of(gid), []).extend(records)
                 self._unload_consumer_group(group)
                 self.groups.pop(gid, None)

@@ -295,7 +295,7 @@ class OffsetsMixin:
             if consumer:
                 if group.is_empty() and not group.offsets and not group.pending_txn \
                         and not group.inflight_commits and not group.inflight_writes:
-                    records += self.consumer_group_tombstones(group)
+                    records += CR.group_tombstones(group)
                     self._unload_consumer_group(group)
                     del self.groups[gid]
             elif group.is_(S.EMPTY) and not group.offsets and not group.pending_txn \
