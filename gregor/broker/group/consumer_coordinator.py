@@ -37,10 +37,15 @@ E = ErrorCode
 
 
 class HeartbeatError(Exception):
-    def __init__(self, code: int, message: str):
+    """An answer with an error; `records` (with their group) are changes already made that
+    must still be written."""
+
+    def __init__(self, code: int, message: str, group=None, records=()):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.group = group
+        self.records = list(records)
 
 
 def _error(code: int, message: str | None = None) -> dict:
@@ -76,6 +81,10 @@ class ConsumerGroupsMixin:
         except HeartbeatError as e:
             if e.code == E.INVALID_REQUEST:
                 log.info("group %s: ConsumerGroupHeartbeat refused: %s", group_id, e.message)
+            if e.records:
+                return self._write_then(e.group, e.records,
+                                        lambda: respond(_error(e.code, e.message)),
+                                        lambda c: respond(_error(c)))
             return respond(_error(e.code, e.message))
         self._write_then(group, records, lambda: respond(answer),
                          lambda c: respond(_error(c)))
@@ -141,11 +150,11 @@ class ConsumerGroupsMixin:
             # An empty classic group (offsets only) becomes a consumer group, keeping its
             # offsets; its classic record is deleted.
             records.append((L.encode_group_key(group_id), None))
+        # Registered in `groups` by the caller once the heartbeat is accepted.
         cg = ConsumerGroup(group_id, state_timestamp_ms=self.clock())
         if group is not None:
             cg.offsets, cg.pending_txn = group.offsets, group.pending_txn
             cg.inflight_commits = group.inflight_commits
-        self.groups[group_id] = cg
         return cg
 
     def _consumer_join_or_heartbeat(self, r: dict, client_id: str, client_host: str):
@@ -179,6 +188,8 @@ class ConsumerGroupsMixin:
             if create:
                 if existing is None:
                     member = group.members.get(member_id) or ConsumerMember(member_id)
+                    log.info("group %s: static member %s (%s) joins (consumer protocol)",
+                             group_id, member_id, instance_id)
                 else:
                     if existing.member_epoch != STATIC_LEAVE_EPOCH:
                         raise HeartbeatError(E.UNRELEASED_INSTANCE_ID,
@@ -203,6 +214,7 @@ class ConsumerGroupsMixin:
                 member = existing
                 self._check_epoch(member, epoch, owned)
         is_new = member_id not in group.members
+        self.groups[group_id] = group           # accepted: from here on it changes
 
         updated = replace(member, client_id=client_id, client_host=client_host)
         if instance_id is not None:
@@ -247,7 +259,7 @@ class ConsumerGroupsMixin:
             updated = reconcile(updated, group.assignment_epoch,
                                 group.target.get(member_id, {}), group.partition_epoch, owned)
         except FencedMember as e:
-            raise HeartbeatError(E.FENCED_MEMBER_EPOCH, str(e))
+            raise HeartbeatError(E.FENCED_MEMBER_EPOCH, str(e), group, records)
         if updated is not before:
             if updated.assignment_key() != before.assignment_key() or is_new:
                 records.append(R.current_record(group_id, updated))

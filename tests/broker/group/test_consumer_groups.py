@@ -266,6 +266,11 @@ def test_group_max_size():
     c, _, _ = make_consumer(consumer_max_size=1)
     Member(c, "m1", ["a"]).join()
     assert Member(c, "m2", ["a"]).join()["error_code"] == E.GROUP_MAX_SIZE_REACHED
+    assert set(c.groups["g"].members) == {"m1"}
+    # a refused first join leaves no group behind
+    c, _, store = make_consumer(consumer_max_size=0)
+    assert Member(c, "m1", ["a"]).join()["error_code"] == E.GROUP_MAX_SIZE_REACHED
+    assert "g" not in c.groups and c.list_groups() == [] and not store.batches
 
 
 def test_reload_from_records_keeps_members_epochs_and_assignments():
