@@ -161,10 +161,8 @@ class OffsetsMixin:
             return respond({tp: code for tp in offsets})
         group = self.groups.get(group_id) or self._new_group(group_id)
         if isinstance(group, ConsumerGroup):
-            # TxnOffsetCommit carries no member identity when the producer is not a member.
-            if generation >= 0 or member_id or instance_id is not None:
-                code = _validate_consumer_member(group, generation, member_id,
-                                                 illegal=E.ILLEGAL_GENERATION)
+            # Kafka's rule for both commits: a non-member only while the group is empty.
+            code = _validate_consumer_member(group, generation, member_id)
             if code:
                 return respond({tp: code for tp in offsets})
             return self._write_offsets(group, offsets, respond,
@@ -409,8 +407,7 @@ def _is_dead(group) -> bool:
     return group.dead if isinstance(group, ConsumerGroup) else group.is_(S.DEAD)
 
 
-def _validate_consumer_member(group: ConsumerGroup, epoch: int, member_id: str,
-                              illegal: int = E.STALE_MEMBER_EPOCH) -> int:
+def _validate_consumer_member(group: ConsumerGroup, epoch: int, member_id: str) -> int:
     """Offsets of a consumer-protocol group (Kafka's validateOffsetCommit/Fetch): epoch -1
     from a non-member is accepted while the group is empty (consumers that assign their own
     partitions, admin tools); otherwise the member must exist with that very epoch."""
@@ -422,7 +419,7 @@ def _validate_consumer_member(group: ConsumerGroup, epoch: int, member_id: str,
     if member is None:
         return E.UNKNOWN_MEMBER_ID
     if epoch != member.member_epoch:
-        return illegal
+        return E.STALE_MEMBER_EPOCH
     return E.NONE
 
 

@@ -336,8 +336,16 @@ def test_offsets_of_a_consumer_group_check_the_member_epoch():
     assert c.fetch_offsets("g", [("a", 0)], member_id="m1", member_epoch=7)[0] == \
         E.STALE_MEMBER_EPOCH
     assert c.fetch_offsets("g", [("a", 0)])[1][("a", 0)][0] == 5          # admin
+    def txn_commit(member_id, epoch):
+        a = Answer()
+        c.txn_commit("g", 7, 0, epoch, member_id, None, {("a", 2): (1, -1, "")}, a)
+        return a.value[("a", 2)]
+    assert txn_commit("m1", 1) == 0
+    assert txn_commit("m1", 3) == E.STALE_MEMBER_EPOCH
+    assert txn_commit("", -1) == E.UNKNOWN_MEMBER_ID
     m1.beat(epoch=-1)
     assert commit("", -1) == 0                         # empty: standalone commits again
+    assert txn_commit("", -1) == 0
 
 
 def test_classic_and_consumer_groups_keep_to_their_own_protocol():
