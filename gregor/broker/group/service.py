@@ -181,7 +181,8 @@ class GroupMetrics:
         self.counts[what] = self.counts.get(what, 0) + 1
 
     def collect(self):
-        g = GaugeMetricFamily("gregor_groups", "Consumer groups by state", labels=["state"])
+        g = GaugeMetricFamily("gregor_groups", "Classic consumer groups by state",
+                              labels=["state"])
         if self.coordinator is not None:
             for state, n in self.coordinator.groups_by_state().items():
                 g.add_metric([state], n)
