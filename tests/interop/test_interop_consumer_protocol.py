@@ -267,3 +267,24 @@ def test_regex_subscription_is_resolved_by_the_broker(broker):
         assert {tp.topic for tp in c.assignment()} == {f"{prefix}-a", f"{prefix}-b"}
     finally:
         c.close()
+
+
+def test_static_member_restarts_into_its_partitions_without_a_rebalance(broker):
+    topic = new_topic(broker, 0)
+    group = f"kip848-static-{topic}"
+    s1 = consumer(broker, group, **{"group.instance.id": "i1"})
+    s2 = consumer(broker, group, **{"group.instance.id": "i2"})
+    try:
+        s1.subscribe([topic])
+        s2.subscribe([topic])
+        before = wait_assigned([s1, s2])
+        s1.close()              # a static member leaves with epoch -2: its partitions wait
+        s1 = consumer(broker, group, **{"group.instance.id": "i1"})
+        s1.subscribe([topic])
+        assert wait_assigned([s1, s2]) == before
+        epochs = [line for line in broker.log_text().splitlines()
+                  if f"group {group}: group epoch" in line]
+        assert len(epochs) == 2, epochs         # two joins; the restart bumped nothing
+    finally:
+        s1.close()
+        s2.close()
