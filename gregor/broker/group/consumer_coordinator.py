@@ -19,7 +19,6 @@ so no answer shows state that could be lost.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from dataclasses import replace
 from typing import Callable
@@ -27,6 +26,7 @@ from typing import Callable
 from ...protocol.errors import ErrorCode
 from . import consumer_records as R
 from . import log_records as L
+from . import topic_regex
 from .assignors import ASSIGNORS
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember,
                              MemberState, copy_assignment)
@@ -99,8 +99,8 @@ class ConsumerGroupsMixin:
         regex = r.get("subscribed_topic_regex")
         if regex:
             try:
-                re.compile(regex)
-            except re.error as e:
+                topic_regex.compile_pattern(regex)
+            except topic_regex.InvalidRegex as e:
                 raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION,
                                      f"SubscribedTopicRegex {regex!r} is not a valid regular "
                                      f"expression: {e}.")
@@ -416,15 +416,14 @@ class ConsumerGroupsMixin:
 
     def _matching(self, regex: str) -> list[str]:
         """Topics a subscription regex selects: the whole name must match (as Kafka's RE2J
-        matches()); internal topics are never selected."""
+        matches(); topic_regex.py); internal topics are never selected."""
         if self.metadata is None or not hasattr(self.metadata, "names"):
             return []
         try:
-            pattern = re.compile(regex)
-        except re.error:
+            return topic_regex.matching(
+                regex, [n for n in self.metadata.names() if not n.startswith("__")])
+        except topic_regex.InvalidRegex:
             return []
-        return [n for n in self.metadata.names()
-                if not n.startswith("__") and pattern.fullmatch(n)]
 
     def _subscription_metadata(self, names: set[str]) -> dict:
         out = {}

@@ -482,3 +482,16 @@ def test_metrics_count_consumer_groups_by_state_and_their_rebalances():
     [sample] = [s for s in families["gregor_consumer_group_rebalances"].samples
                 if s.name.endswith("_total")]
     assert sample.value == 2
+
+
+def test_subscription_regexes_run_in_linear_time():
+    import time as _time
+
+    from gregor.broker.group import topic_regex
+    assert topic_regex.ENGINE == "re2", "google-re2 is a dependency (pyproject.toml)"
+    names = ["a" * 249]
+    t0 = _time.perf_counter()
+    assert topic_regex.matching("(a*)*b", names) == []      # exponential for a backtracker
+    assert _time.perf_counter() - t0 < 0.5
+    assert topic_regex.matching("(^orders_.*)|(^x)", ["orders_eu", "x", "xy"]) == \
+        ["orders_eu", "x"]
