@@ -18,6 +18,7 @@ so no answer shows state that could be lost.
 """
 from __future__ import annotations
 
+import base64
 import logging
 import uuid
 from dataclasses import replace
@@ -171,7 +172,8 @@ class ConsumerGroupsMixin:
                                  "The consumer group has reached its maximum capacity of "
                                  f"{self.config.consumer_max_size} members.")
         if not member_id:
-            member_id = str(uuid.uuid4())
+            # v0: the coordinator names the member, as Kafka's Uuid.toString() spells it
+            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         replaced: ConsumerMember | None = None
         if instance_id is None:
             member = group.members.get(member_id)

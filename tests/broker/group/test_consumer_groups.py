@@ -37,7 +37,7 @@ def test_first_member_gets_every_partition_at_epoch_one():
 def test_v0_join_gets_a_member_id_from_the_coordinator_and_v1_must_bring_one():
     c, _, _ = make_consumer()
     r = heartbeat(c, version=0, member_id="", epoch=0, topics=["a"], owned=[])
-    assert r["error_code"] == 0 and r["member_id"]
+    assert r["error_code"] == 0 and len(r["member_id"]) == 22      # a base64 uuid, as Kafka's
     r = heartbeat(c, version=1, member_id="", epoch=0, topics=["a"], owned=[])
     assert r["error_code"] == E.INVALID_REQUEST
 
