@@ -288,3 +288,21 @@ def test_static_member_restarts_into_its_partitions_without_a_rebalance(broker):
     finally:
         s1.close()
         s2.close()
+
+
+def test_partitions_added_to_a_topic_are_assigned_at_the_next_heartbeats(broker):
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    topic = new_topic(broker, 0, partitions=2)
+    group = f"kip848-grow-{topic}"
+    c1, c2 = consumer(broker, group), consumer(broker, group)
+    try:
+        c1.subscribe([topic])
+        c2.subscribe([topic])
+        assert sorted(len(s) for s in wait_assigned([c1, c2], partitions=2)) == [1, 1]
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_partitions([NewPartitions(topic, 6)])[topic].result(30)
+        sets = wait_assigned([c1, c2], partitions=6, timeout=30)
+        assert sorted(len(s) for s in sets) == [3, 3]
+    finally:
+        c1.close()
+        c2.close()
