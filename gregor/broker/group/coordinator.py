@@ -13,8 +13,9 @@ coordinator to the broker, so tests drive it with fakes and a fake clock:
 Committed offsets, their loading and expiry are in offsets.py (OffsetsMixin); the group and
 member model in metadata.py. KIP-848 consumer groups (ConsumerGroupHeartbeat) are in
 consumer_coordinator.py (ConsumerGroupsMixin) and live in the same `groups` dict: the classic
-calls here answer for them as Kafka does for a group of the other type. Rules follow Kafka's GroupCoordinator; where a rule is subtle the
-comment says what the client does with the answer.
+calls here answer for them as Kafka does for a group of the other type. Rules follow Kafka's
+GroupCoordinator; where a rule is subtle the comment says what the client does with the
+answer.
 """
 from __future__ import annotations
 
@@ -133,16 +134,16 @@ class GroupCoordinator(OffsetsMixin, ConsumerGroupsMixin):
             if group.members:
                 # Classic members joining a consumer group (migration) are not served.
                 return respond(join_error(member_id, E.INCONSISTENT_GROUP_PROTOCOL))
+            if not unknown:
+                return respond(join_error(member_id, E.UNKNOWN_MEMBER_ID))
             # An empty consumer group becomes a classic one, keeping its offsets.
             self.store.write(self.partition_of(group_id),
                              consumer_records.group_tombstones(group), lambda c, _o=-1: None)
             self._unload_consumer_group(group)
-            old, group = group, None
-            del self.groups[group_id]
-            if unknown:
-                group = self._new_group(group_id)
-                group.offsets, group.pending_txn = old.offsets, old.pending_txn
-                group.inflight_commits = old.inflight_commits
+            old = group
+            group = self._new_group(group_id)
+            group.offsets, group.pending_txn = old.offsets, old.pending_txn
+            group.inflight_commits = old.inflight_commits
         if group is None:
             if not unknown:
                 return respond(join_error(member_id, E.UNKNOWN_MEMBER_ID))

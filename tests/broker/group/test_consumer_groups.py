@@ -495,3 +495,25 @@ def test_subscription_regexes_run_in_linear_time():
     assert _time.perf_counter() - t0 < 0.5
     assert topic_regex.matching("(^orders_.*)|(^x)", ["orders_eu", "x", "xy"]) == \
         ["orders_eu", "x"]
+
+
+def test_an_empty_consumer_group_becomes_classic_for_a_join_keeping_its_offsets():
+    c, timers, store = make_consumer()
+    m = Member(c, "m1", ["a"])
+    m.join()
+    got = Answer()
+    c.commit("g", 1, "m1", None, {("a", 0): (4, -1, "")}, got)
+    m.beat(epoch=-1)
+    # a classic member with an id it cannot have: refused, the group untouched
+    a = Answer()
+    c.join("g", "stale-id", None, "consumer", [("range", b"")], 10000, 10000, "c", "/h",
+           True, a)
+    assert a["error_code"] == E.UNKNOWN_MEMBER_ID and isinstance(c.groups["g"], ConsumerGroup)
+    a = Answer()
+    c.join("g", "", None, "consumer", [("range", b"")], 10000, 10000, "c", "/h", False, a)
+    assert a["error_code"] == 0 and not isinstance(c.groups["g"], ConsumerGroup)
+    assert c.fetch_offsets("g", [("a", 0)])[1][("a", 0)][0] == 4
+    # reloaded: a classic group (the consumer group's records were deleted), same offsets
+    c2 = reload(c, timers, store)
+    assert not isinstance(c2.groups["g"], ConsumerGroup)
+    assert c2.fetch_offsets("g", [("a", 0)])[1][("a", 0)][0] == 4
