@@ -350,7 +350,11 @@ class OffsetsMixin:
                     metadata[key.group] = None if r.value is None else \
                         L.decode_group_value(r.value)
                 elif isinstance(key, CR.ConsumerKey):
-                    _replay_consumer(consumer.setdefault(key.group, {}), key, r.value)
+                    try:
+                        _replay_consumer(consumer.setdefault(key.group, {}), key, r.value)
+                    except Exception:
+                        log.warning("skipping an unreadable consumer group record at %s-%d "
+                                    "offset %d", "__consumer_offsets", partition, r.offset)
         now = self.clock()
         for gid in set(offsets) | set(metadata) | set(consumer) | \
                 {g for p in pending.values() for g in p}:

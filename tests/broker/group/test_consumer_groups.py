@@ -517,3 +517,13 @@ def test_an_empty_consumer_group_becomes_classic_for_a_join_keeping_its_offsets(
     c2 = reload(c, timers, store)
     assert not isinstance(c2.groups["g"], ConsumerGroup)
     assert c2.fetch_offsets("g", [("a", 0)])[1][("a", 0)][0] == 4
+
+
+def test_an_unreadable_consumer_group_record_is_skipped_at_load():
+    c, timers, store = make_consumer()
+    Member(c, "m1", ["a"]).join()
+    p = c.partition_of("g")
+    store.write(p, [(R.encode_key(R.MEMBER_METADATA, "g", "bad"), b"\x00\x00\xff")],
+                lambda code, last: None)
+    c2 = reload(c, timers, store)
+    assert set(c2.groups["g"].members) == {"m1"}
