@@ -458,7 +458,11 @@ class ConsumerGroupsMixin:
     def _write_then(self, group: ConsumerGroup, records: list, ok: Callable[[], None],
                     failed: Callable[[int], None]) -> None:
         """Write the records (if any), then answer; without records, answer once the group's
-        earlier writes are committed."""
+        earlier writes are committed. After a failed write the coordinator kept the state it
+        had computed: the next write is a snapshot of the whole group instead."""
+        if group.lost_writes and not group.dead:
+            records = R.group_snapshot(group, group.lost_writes | R.removed_members(records))
+            group.lost_writes = set()
         if not records:
             if group.inflight_writes:
                 group.after_writes.append((ok, failed))
@@ -474,6 +478,8 @@ class ConsumerGroupsMixin:
                 log.warning("group %s: writing its records failed (error %d)",
                             group.group_id, code)
                 group.write_failed = STORE_ERRORS.get(code, E.UNKNOWN_SERVER_ERROR)
+                # remembered: members removed by the lost records (and a marker entry)
+                group.lost_writes |= R.removed_members(records) | {""}
                 failed(group.write_failed)
             else:
                 ok()

@@ -109,6 +109,9 @@ class ConsumerGroup:
     inflight_writes: int = 0
     after_writes: list = field(default_factory=list)      # [(ok, failed)]
     write_failed: int = 0       # error of a write that failed while answers waited
+    # Non-empty after a failed write ("" plus the members that write removed): the next
+    # write is a snapshot of the whole group (consumer_records.group_snapshot).
+    lost_writes: set = field(default_factory=set)
 
     protocol_type = "consumer"
     group_type = "consumer"

@@ -179,3 +179,30 @@ def group_tombstones(group) -> list:
     return records + [(encode_key(TARGET_METADATA, gid), None),
                       (encode_key(PARTITION_METADATA, gid), None),
                       (encode_key(GROUP_METADATA, gid), None)]
+
+
+def removed_members(records) -> set[str]:
+    """Member ids whose member record these records delete."""
+    out = set()
+    for key, value in records:
+        if value is None and len(key) >= 2 and int.from_bytes(key[:2], "big") == MEMBER_METADATA:
+            out.add(decode_key(MEMBER_METADATA, memoryview(key)[2:]).member_id)
+    return out
+
+
+def group_snapshot(group, removed=()) -> list:
+    """Every record of the group's current state (and tombstones of members removed): written
+    after a failed write, so the log holds the state the coordinator goes on with."""
+    gid = group.group_id
+    records = []
+    for mid in sorted(set(removed) - set(group.members)):
+        records.extend(member_tombstones(gid, mid))
+    records.append(group_epoch_record(gid, group.group_epoch))
+    records.append(partition_metadata_record(gid, group.subscription_metadata))
+    for mid, m in group.members.items():
+        records.append(member_record(gid, m))
+        records.append(target_record(gid, mid, group.target.get(mid, {})))
+    records.append(target_epoch_record(gid, group.assignment_epoch))
+    for m in group.members.values():
+        records.append(current_record(gid, m))
+    return records

@@ -527,3 +527,20 @@ def test_an_unreadable_consumer_group_record_is_skipped_at_load():
                 lambda code, last: None)
     c2 = reload(c, timers, store)
     assert set(c2.groups["g"].members) == {"m1"}
+
+
+def test_after_a_failed_write_the_next_one_is_a_snapshot_of_the_group():
+    c, timers, store = make_consumer()
+    m1, m2, m3 = Member(c, "m1", ["a"]), Member(c, "m2", ["a"]), Member(c, "m3", ["a"])
+    m1.join()
+    m3.join()
+    settle([m1, m3])
+    store.fail = E.NOT_ENOUGH_REPLICAS
+    assert m2.join()["error_code"] == E.COORDINATOR_NOT_AVAILABLE   # kept in memory
+    assert m3.beat(epoch=-1)["error_code"] == E.COORDINATOR_NOT_AVAILABLE
+    store.fail = 0
+    assert m1.beat()["error_code"] == 0          # nothing changed for m1: the snapshot goes
+    before = c.consumer_describe("g")
+    c2 = reload(c, timers, store)
+    assert c2.consumer_describe("g") == before
+    assert set(c2.groups["g"].members) == {"m1", "m2"}
