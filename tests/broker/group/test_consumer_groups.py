@@ -260,6 +260,17 @@ def test_range_assignor_when_members_ask_for_it():
     a, b = meta.id("a"), meta.id("b")
     assert m1.owned == {a: {0, 1}, b: {0, 1}} and m2.owned == {a: {2, 3}, b: {2, 3}}
     assert c.consumer_describe("g")["assignor_name"] == "range"
+    # the group uses the assignor most members ask for
+    m3 = Member(c, "m3", ["a", "b"], assignor="uniform")
+    m3.join()
+    assert c.consumer_describe("g")["assignor_name"] == "range"
+    m4 = Member(c, "m4", ["a", "b"], assignor="uniform")
+    m5 = Member(c, "m5", ["a", "b"], assignor="uniform")
+    m4.join()
+    m5.join()
+    assert c.consumer_describe("g")["assignor_name"] == "uniform"
+    settle([m1, m2, m3, m4, m5], check=lambda: no_partition_twice([m1, m2, m3, m4, m5]))
+    assert sorted(len(m.partitions()) for m in (m1, m2, m3, m4, m5)) == [1, 1, 2, 2, 2]
 
 
 def test_group_max_size():
