@@ -36,6 +36,15 @@ gregor's own consumer in a group against the same consumer with assign(), on one
 runs interleaved (assigned, group, assigned, group, ...): records/s from the first record to
 the last (the group's join is reported apart), best of 5 runs each, and the ratio
 group/assigned.
+
+    python benchmarks/bench_groups.py --consumer-protocol [--members 10] [--rounds 3]
+
+KIP-848 against the classic protocol on one gregor broker (confluent-kafka; heartbeat 0.5 s
+both ways, group.initial.rebalance.delay.ms=0), runs alternating classic (range) and
+`group.protocol=consumer` (uniform): seconds until every member holds its two partitions of
+2 x members, from the first subscribe() ("formed"), and after one member closes until the
+others hold every partition again ("after a leave"); best and worst of the rounds, and the
+ratio of the medians consumer/classic.
 """
 from __future__ import annotations
 
@@ -334,6 +343,70 @@ def gregor_consumer_bench(records: int, rounds: int = 5) -> None:
         b.stop()
 
 
+def protocol_round(bootstrap: str, members: int, protocol: str) -> tuple[float, float]:
+    topic = f"proto-{protocol}-{time.monotonic_ns()}"
+    partitions = members * 2
+    create_topic(bootstrap, topic, partitions)
+    extra = {"group.protocol": "consumer"} if protocol == "consumer" else \
+        {"session.timeout.ms": 10000, "heartbeat.interval.ms": 500}
+    consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", **extra})
+                 for _ in range(members)]
+
+    def settled(cs, each) -> bool:
+        sets = [{tp.partition for tp in c.assignment()} for c in cs]
+        return all(sets) and sum(len(x) for x in sets) == partitions and \
+            len(set().union(*sets)) == partitions and (each is None or
+                                                       all(len(x) == each for x in sets))
+
+    def wait(cs, each) -> float:
+        t0 = time.monotonic()
+        while not settled(cs, each):
+            for c in cs:
+                c.poll(0.005)
+            if time.monotonic() - t0 > 120:
+                raise SystemExit(f"{protocol}: the group of {len(cs)} never settled")
+        return time.monotonic() - t0
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        formed = wait(consumers, 2)
+        consumers.pop(0).close()
+        after = wait(consumers, None)
+    finally:
+        for c in consumers:
+            c.close()
+    return formed, after
+
+
+def protocol_bench(members: int, rounds: int) -> None:
+    b = GregorBroker({"group.initial.rebalance.delay.ms": 0,
+                      "group.consumer.heartbeat.interval.ms": 500})
+    b.start()
+    try:
+        create_topic(b.bootstrap, "warm-up", 1)     # creates __consumer_offsets on the way
+        w = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "warm-up"})
+        w.subscribe(["warm-up"])
+        for _ in range(20):
+            w.poll(0.05)
+        w.close()
+        got: dict[str, list] = {"classic": [], "consumer": []}
+        for _ in range(rounds):
+            for protocol in ("classic", "consumer"):
+                got[protocol].append(protocol_round(b.bootstrap, members, protocol))
+    finally:
+        b.stop()
+    med = {}
+    for protocol, runs in got.items():
+        formed = sorted(r[0] for r in runs)
+        after = sorted(r[1] for r in runs)
+        med[protocol] = (formed[len(formed) // 2], after[len(after) // 2])
+        print(f"{protocol:8s} group of {members}: formed {formed[0]:.2f}-{formed[-1]:.2f} s, "
+              f"after a leave {after[0]:.2f}-{after[-1]:.2f} s ({rounds} rounds)", flush=True)
+    print(f"ratios consumer/classic (medians): formed "
+          f"{med['consumer'][0] / med['classic'][0]:.2f}x, after a leave "
+          f"{med['consumer'][1] / med['classic'][1]:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--members", type=int, default=10)
@@ -346,7 +419,13 @@ def main() -> None:
     ap.add_argument("--gregor-consumer", action="store_true",
                     help="compare gregor's consumer in a group with an assigned one instead")
     ap.add_argument("--records", type=int, default=200000)
+    ap.add_argument("--consumer-protocol", action="store_true",
+                    help="compare KIP-848 groups with classic ones on one gregor broker")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    if args.consumer_protocol:
+        protocol_bench(args.members, args.rounds)
+        return
     if args.gregor_consumer:
         gregor_consumer_bench(args.records)
         return

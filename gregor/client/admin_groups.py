@@ -4,6 +4,7 @@ coordinator (FindCoordinator) and retries while it moves or loads, as Kafka's ad
 
     admin.list_groups()                                  # [GroupListing]
     admin.describe_groups(["orders-app"])                # {id: GroupDescription}
+                                       # (KIP-848 groups through ConsumerGroupDescribe)
     admin.list_group_offsets("orders-app")               # {(topic, p): (offset, metadata)}
     admin.alter_group_offsets("orders-app", {("orders", 0): 42})   # the group must be empty
     admin.delete_groups(["orders-app"])
@@ -113,10 +114,42 @@ class GroupAdminMethods:
                 out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"], state)
         return [out[k] for k in sorted(out)]
 
+    def _describe_consumer_group(self, gid: str, timeout: float | None
+                                 ) -> GroupDescription | None:
+        """A KIP-848 group through ConsumerGroupDescribe, when the coordinator serves it;
+        None for a classic group (GROUP_ID_NOT_FOUND there), as librdkafka's admin falls
+        back to DescribeGroups."""
+        deadline = time.monotonic() + self._timeout(timeout)
+        node = self._coordinator(gid, deadline)
+        remaining = max(0.001, deadline - time.monotonic())
+        if self._net.api_version(node, "ConsumerGroupDescribe", timeout=remaining) is None:
+            return None
+
+        def error_of(r):
+            code = r["groups"][0]["error_code"]
+            return 0 if code == ErrorCode.GROUP_ID_NOT_FOUND else code
+        resp = self._group_call(gid, "ConsumerGroupDescribe", 0,
+                                lambda v: {"group_ids": [gid],
+                                           "include_authorized_operations": False},
+                                error_of, timeout)
+        g = resp["groups"][0]
+        if g["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        members = [MemberDescription(
+            m["member_id"], m["instance_id"], m["client_id"], m["client_host"],
+            sorted((t["topic_name"], p) for t in m["assignment"]["topic_partitions"]
+                   for p in t["partitions"])) for m in g["members"]]
+        return GroupDescription(gid, g["group_state"], PROTOCOL_TYPE, g["assignor_name"],
+                                members)
+
     def describe_groups(self, group_ids, timeout: float | None = None
                         ) -> dict[str, GroupDescription]:
         out = {}
         for gid in ([group_ids] if isinstance(group_ids, str) else list(group_ids)):
+            described = self._describe_consumer_group(gid, timeout)
+            if described is not None:
+                out[gid] = described
+                continue
             resp = self._group_call(
                 gid, "DescribeGroups", 5,
                 lambda v, gid=gid: {"groups": [gid], "include_authorized_operations": False},

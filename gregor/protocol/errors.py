@@ -149,6 +149,8 @@ _TABLE: list[tuple[int, str, bool, str]] = [
     (125, "INVALID_VOTER_KEY", False, "The voter key does not match the receiver's replica key."),
     (126, "DUPLICATE_VOTER", False, "The voter is already part of the voter set."),
     (127, "VOTER_NOT_FOUND", False, "The voter is not part of the voter set."),
+    (128, "INVALID_REGULAR_EXPRESSION", False,
+     "The regular expression of the subscription is not valid."),
 ]
 
 

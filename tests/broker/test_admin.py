@@ -247,8 +247,11 @@ def test_api_versions_table(tmp_path):
             assert table[key][0] <= v <= table[key][1], (key, table[key])
         assert table[11][1] >= 7 and table[8][1] == 9 and table[9][1] == 9
         assert table[28][0] == 0 and table[28][1] >= 3     # TxnOffsetCommit
-        # KIP-848 is not served: librdkafka would describe classic groups through API 69
-        assert 68 not in table and 69 not in table
+        # KIP-848: librdkafka needs ConsumerGroupHeartbeat v1 exactly, and Metadata by topic
+        # id (v12) to resolve its assignment; ConsumerGroupDescribe is advertised because
+        # classic groups answer GROUP_ID_NOT_FOUND there (tests/broker/group)
+        assert table[68] == (0, 1) and table[69] == (0, 0)
+        assert table[3][1] == 12
         # kafka-python infers a modern broker from this table
         from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
         assert infer_broker_version_from_api_versions(table) >= (1, 0)

@@ -9,9 +9,9 @@ from gregor.protocol import errors
 from gregor.protocol.errors import ErrorCode, KafkaError, error_for_code
 
 
-def test_every_code_from_minus_one_to_127_is_known():
+def test_every_code_from_minus_one_to_128_is_known():
     codes = [cls.code for cls in errors.ALL_ERRORS]
-    assert codes == list(range(-1, 128))
+    assert codes == list(range(-1, 129))
     assert {e.value for e in ErrorCode} == set(codes)
 
 

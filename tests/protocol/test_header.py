@@ -138,3 +138,17 @@ def test_view_records_refuse_what_copies_refuse():
         for view in (False, True):
             with pytest.raises(DecodeError):
                 decode_request(PRODUCE, bytes(body), view_records=view)
+
+
+def test_librdkafka_metadata_all_topics_request_with_its_unfinalized_count_decodes():
+    # librdkafka 2.16, Metadata v12 for all topics: the topics count is a 4-byte placeholder
+    # never finalized (00 00 00 00), then allow_auto_topic_creation=1, include_topic_ops=0,
+    # no tags. Kafka reads a null array and ignores the 3 bytes left; so do we.
+    api = messages.api("Metadata")
+    frame = bytes.fromhex("0003000c00000004000772646b61666b61" "00" "00000000010000")
+    _hdr, body = decode_request(api, frame)
+    assert body["topics"] is None
+    # any other trailing bytes are still refused
+    with pytest.raises(DecodeError):
+        decode_request(api, bytes.fromhex("0003000c00000004000772646b61666b61" "00"
+                                          "01000000" "aa"))

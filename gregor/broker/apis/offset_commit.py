@@ -40,5 +40,6 @@ def handle(broker, ctx, request):
                  request["generation_id_or_member_epoch"] if v >= 1 else -1,
                  request["member_id"] if v >= 1 else "", request.get("group_instance_id"),
                  offsets, respond,
-                 retention_ms=request["retention_time_ms"] if 2 <= v <= 4 else -1)
+                 retention_ms=request["retention_time_ms"] if 2 <= v <= 4 else -1,
+                 api_version=v)
     return fut

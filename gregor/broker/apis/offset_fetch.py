@@ -9,12 +9,14 @@ API_KEY = 9
 VERSIONS = (0, 9)
 
 
-def _fetch(coord, group_id: str, topics, require_stable: bool) -> tuple[int, list]:
+def _fetch(coord, group_id: str, topics, require_stable: bool, member_id=None,
+           member_epoch: int = -1) -> tuple[int, list]:
     partitions = None if topics is None else \
         [(t["name"], p) for t in topics for p in t["partition_indexes"]]
     if coord is None:
         return E.COORDINATOR_NOT_AVAILABLE, []
-    code, found = coord.fetch_offsets(group_id, partitions, require_stable)
+    code, found = coord.fetch_offsets(group_id, partitions, require_stable, member_id,
+                                      member_epoch)
     if code:
         found = {tp: (-1, -1, "", code) for tp in partitions or ()}
     out: dict[str, list] = {}
@@ -39,6 +41,8 @@ def handle(broker, ctx, request):
         return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
     groups = []
     for g in request["groups"]:
-        code, topics = _fetch(coord, g["group_id"], g["topics"], stable)
+        # v9: a consumer-protocol group's member says who it is (KIP-848).
+        code, topics = _fetch(coord, g["group_id"], g["topics"], stable,
+                              g.get("member_id"), g.get("member_epoch", -1))
         groups.append({"group_id": g["group_id"], "topics": topics, "error_code": code})
     return {"throttle_time_ms": 0, "groups": groups}

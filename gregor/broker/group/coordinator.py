@@ -11,8 +11,11 @@ coordinator to the broker, so tests drive it with fakes and a fake clock:
 - `clock()`: milliseconds.
 
 Committed offsets, their loading and expiry are in offsets.py (OffsetsMixin); the group and
-member model in metadata.py. Rules follow Kafka's GroupCoordinator; where a rule is subtle the
-comment says what the client does with the answer.
+member model in metadata.py. KIP-848 consumer groups (ConsumerGroupHeartbeat) are in
+consumer_coordinator.py (ConsumerGroupsMixin) and live in the same `groups` dict: the classic
+calls here answer for them as Kafka does for a group of the other type. Rules follow Kafka's
+GroupCoordinator; where a rule is subtle the comment says what the client does with the
+answer.
 """
 from __future__ import annotations
 
@@ -22,7 +25,10 @@ from typing import Callable
 
 from ...protocol.errors import ErrorCode
 from ..txn.coordinator import partition_for
+from . import consumer_records
 from . import log_records as L
+from .consumer_coordinator import ConsumerGroupsMixin
+from .consumer_group import ConsumerGroup
 from .metadata import Group, GroupState, Member, new_member_id
 from .offsets import OffsetsMixin
 
@@ -53,6 +59,11 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300000    # Kafka's fixed 5 minutes
     metadata_max_bytes: int = 4096              # offset.metadata.max.bytes
     retention_ms: int = 7 * 24 * 3600 * 1000    # offsets.retention.minutes
+    # KIP-848 consumer groups (Kafka's group.consumer.* settings)
+    consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    consumer_session_timeout_ms: int = 45000    # group.consumer.session.timeout.ms
+    consumer_max_size: int = 2 ** 31 - 1        # group.consumer.max.size
+    consumer_assignors: tuple = ("uniform", "range")    # group.consumer.assignors (1st: default)
 
 
 def join_error(member_id: str, code: int) -> dict:
@@ -60,10 +71,11 @@ def join_error(member_id: str, code: int) -> dict:
             "protocol_type": None, "protocol_name": None, "leader": "", "members": []}
 
 
-class GroupCoordinator(OffsetsMixin):
+class GroupCoordinator(OffsetsMixin, ConsumerGroupsMixin):
     def __init__(self, config: GroupConfig, store, timers, clock: Callable[[], int],
-                 metrics=None):
+                 metrics=None, metadata=None):
         self.config = config
+        self.metadata = metadata      # topic(name) -> (id, partitions) | None; name(id)
         self.store = store
         self.timers = timers
         self.clock = clock
@@ -118,6 +130,20 @@ class GroupCoordinator(OffsetsMixin):
             return respond(join_error(member_id, E.INVALID_SESSION_TIMEOUT))
         unknown = member_id == ""
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            if group.members:
+                # Classic members joining a consumer group (migration) are not served.
+                return respond(join_error(member_id, E.INCONSISTENT_GROUP_PROTOCOL))
+            if not unknown:
+                return respond(join_error(member_id, E.UNKNOWN_MEMBER_ID))
+            # An empty consumer group becomes a classic one, keeping its offsets.
+            self.store.write(self.partition_of(group_id),
+                             consumer_records.group_tombstones(group), lambda c, _o=-1: None)
+            self._unload_consumer_group(group)
+            old = group
+            group = self._new_group(group_id)
+            group.offsets, group.pending_txn = old.offsets, old.pending_txn
+            group.inflight_commits = old.inflight_commits
         if group is None:
             if not unknown:
                 return respond(join_error(member_id, E.UNKNOWN_MEMBER_ID))
@@ -381,7 +407,7 @@ class GroupCoordinator(OffsetsMixin):
         if code:
             return fail(code)
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return fail(E.UNKNOWN_MEMBER_ID)
         if group.is_(S.DEAD):
             return fail(E.COORDINATOR_NOT_AVAILABLE)
@@ -443,7 +469,7 @@ class GroupCoordinator(OffsetsMixin):
         if code:
             return code
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return E.UNKNOWN_MEMBER_ID
         if group.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
@@ -467,7 +493,7 @@ class GroupCoordinator(OffsetsMixin):
         if code:
             return code, []
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return E.NONE, [(m, i, E.UNKNOWN_MEMBER_ID) for m, i in members]
         if group.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE, []
@@ -568,7 +594,9 @@ class GroupCoordinator(OffsetsMixin):
             return {"error_code": code, "group_id": group_id, "group_state": "",
                     "protocol_type": "", "protocol_data": "", "members": []}
         group = self.groups.get(group_id)
-        if group is None or group.is_(S.DEAD):
+        # A consumer-protocol group is not a classic group: Kafka describes it as Dead here
+        # (DescribeGroups v0-5); ConsumerGroupDescribe describes it.
+        if group is None or isinstance(group, ConsumerGroup) or group.is_(S.DEAD):
             return {"error_code": E.NONE, "group_id": group_id, "group_state": "Dead",
                     "protocol_type": "", "protocol_data": "", "members": []}
         stable = group.is_(S.STABLE)
@@ -585,21 +613,41 @@ class GroupCoordinator(OffsetsMixin):
     def list_groups(self, states: set[str] | None = None,
                     types: set[str] | None = None) -> list[dict]:
         out = []
+        states = {s.lower() for s in states or ()}
+        types = {t.lower() for t in types or ()}
         for g in self.groups.values():
-            if g.is_(S.DEAD) or self.partitions.get(self.partition_of(g.group_id)) != "loaded":
+            if self.partitions.get(self.partition_of(g.group_id)) != "loaded":
                 continue
-            if states and g.state.value.lower() not in {s.lower() for s in states}:
+            if isinstance(g, ConsumerGroup):
+                kind, state, ptype = "consumer", g.state.value, "consumer"
+                if g.dead:
+                    continue
+            else:
+                if g.is_(S.DEAD):
+                    continue
+                kind, state, ptype = "classic", g.state.value, g.protocol_type or ""
+            if states and state.lower() not in states:
                 continue
-            if types and "classic" not in {t.lower() for t in types}:
+            if types and kind not in types:
                 continue
-            out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                        "group_state": g.state.value, "group_type": "classic"})
+            out.append({"group_id": g.group_id, "protocol_type": ptype,
+                        "group_state": state, "group_type": kind})
         return out
 
     def groups_by_state(self) -> dict[str, int]:
+        """Classic groups by state."""
         counts = {s.value: 0 for s in S if s is not S.DEAD}
         for g in self.groups.values():
-            if not g.is_(S.DEAD):
+            if not isinstance(g, ConsumerGroup) and not g.is_(S.DEAD):
+                counts[g.state.value] += 1
+        return counts
+
+    def consumer_groups_by_state(self) -> dict[str, int]:
+        """KIP-848 consumer groups by state."""
+        from .consumer_group import ConsumerGroupState as CS
+        counts = {s.value: 0 for s in CS if s is not CS.DEAD}
+        for g in self.groups.values():
+            if isinstance(g, ConsumerGroup) and not g.dead:
                 counts[g.state.value] += 1
         return counts
 
@@ -613,6 +661,16 @@ class GroupCoordinator(OffsetsMixin):
             group = self.groups.get(gid)
             if code:
                 results[gid] = code
+            elif isinstance(group, ConsumerGroup):
+                if group.members:
+                    results[gid] = E.NON_EMPTY_GROUP
+                    continue
+                records = [(L.encode_offset_key(gid, t, p), None) for t, p in group.offsets]
+                records += consumer_records.group_tombstones(group)
+                writes.setdefault(self.partition_of(gid), []).extend(records)
+                self._unload_consumer_group(group)
+                self.groups.pop(gid, None)
+                results[gid] = E.NONE
             elif group is None or group.is_(S.DEAD):
                 results[gid] = E.GROUP_ID_NOT_FOUND
             elif not group.is_(S.EMPTY):
@@ -642,6 +700,10 @@ class GroupCoordinator(OffsetsMixin):
         self.partitions.pop(partition, None)
         for gid, g in list(self.groups.items()):
             if self.partition_of(gid) != partition:
+                continue
+            if isinstance(g, ConsumerGroup):
+                self._unload_consumer_group(g)
+                del self.groups[gid]
                 continue
             for m in list(g.members.values()):
                 self._cancel(m, "heartbeat_timer")

@@ -5,8 +5,8 @@ A key starts with an int16 version that names the record type: 0 and 1 are Offse
 (group, topic, partition), 2 is GroupMetadataKey (group). Values start with their own int16
 version. We write OffsetCommitValue v3 (v1 when the commit carries an explicit expiry, as old
 OffsetCommit requests can) and GroupMetadataValue v3; every version 0-4 is read. A null value
-is a tombstone: the offset or the group was deleted. Key versions of newer group types
-(KIP-848 records, 3 and up) are reported as unknown and skipped by the loader.
+is a tombstone: the offset or the group was deleted. Key versions 3-8 are KIP-848 consumer
+group records (consumer_records.py); later ones (share groups...) are skipped by the loader.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass
 
 from ...protocol.primitives import DecodeError
+from . import consumer_records
 from ...protocol.schema import Codec, F
 
 _I16 = struct.Struct(">h")
@@ -118,7 +119,7 @@ def encode_group_key(group: str) -> bytes:
     return _I16.pack(GROUP_KEY_VERSION) + _GROUP_KEY.encode({"group": group})
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey | None:
+def decode_key(data: bytes):
     """The key's meaning; None for record types of other group protocols (skipped)."""
     if len(data) < 2:
         raise DecodeError("offsets topic key shorter than its version")
@@ -129,6 +130,8 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | None:
         return OffsetKey(k["group"], k["topic"], k["partition"])
     if version == GROUP_KEY_VERSION:
         return GroupKey(_GROUP_KEY.decode(body)["group"])
+    if version in consumer_records.KEY_VERSIONS:
+        return consumer_records.decode_key(version, body)
     if version > GROUP_KEY_VERSION:
         return None
     raise DecodeError(f"invalid offsets topic key version {version}")

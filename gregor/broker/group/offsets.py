@@ -16,7 +16,9 @@ from typing import Callable, Iterable
 
 from ...protocol.errors import ErrorCode
 from ...protocol.records.batch import CONTROL_COMMIT
+from . import consumer_records as CR
 from . import log_records as L
+from .consumer_group import ConsumerGroup
 from .metadata import Group, GroupState, Member
 
 log = logging.getLogger("gregor.broker.group")
@@ -59,7 +61,7 @@ class OffsetsMixin:
     # -- OffsetCommit ---------------------------------------------------------------------
     def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                offsets: dict[TP, tuple[int, int, str | None]], respond: Callable[[dict], None],
-               retention_ms: int = -1) -> None:
+               retention_ms: int = -1, api_version: int | None = None) -> None:
         """offsets: (topic, partition) -> (offset, leader_epoch, metadata); answers
         {(topic, partition): error}."""
         code = self.group_status(group_id)
@@ -72,6 +74,15 @@ class OffsetsMixin:
                 # group was deleted): the member must rejoin.
                 return respond({tp: E.ILLEGAL_GENERATION for tp in offsets})
             group = self._new_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            code = _validate_consumer_member(group, generation, member_id)
+            if not code and api_version is not None and api_version < 9 and \
+                    member_id in group.members:
+                # Kafka: members of a consumer-protocol group commit with OffsetCommit v9+.
+                code = E.UNSUPPORTED_VERSION
+            if code:
+                return respond({tp: code for tp in offsets})
+            return self._write_offsets(group, offsets, respond, retention_ms=retention_ms)
         code = self._validate_commit(group, generation, member_id, instance_id)
         if code:
             return respond({tp: code for tp in offsets})
@@ -149,6 +160,13 @@ class OffsetsMixin:
         if code:
             return respond({tp: code for tp in offsets})
         group = self.groups.get(group_id) or self._new_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            # Kafka's rule for both commits: a non-member only while the group is empty.
+            code = _validate_consumer_member(group, generation, member_id)
+            if code:
+                return respond({tp: code for tp in offsets})
+            return self._write_offsets(group, offsets, respond,
+                                       producer=(producer_id, producer_epoch))
         if group.is_(S.DEAD):
             code = E.COORDINATOR_NOT_AVAILABLE
         elif group.static_fenced(member_id, instance_id):
@@ -172,14 +190,21 @@ class OffsetsMixin:
 
     # -- OffsetFetch ----------------------------------------------------------------------
     def fetch_offsets(self, group_id: str, partitions: list[TP] | None,
-                      require_stable: bool = False) -> tuple[int, dict]:
+                      require_stable: bool = False, member_id: str | None = None,
+                      member_epoch: int = -1) -> tuple[int, dict]:
         """(error, {(topic, partition): (offset, leader_epoch, metadata, error)}); partitions
-        None means every partition the group has an offset for."""
+        None means every partition the group has an offset for. OffsetFetch v9 names the
+        member of a consumer-protocol group, which must be current (Kafka's
+        validateOffsetFetch); others (admin clients) send no member id and epoch -1."""
         code = self.group_status(group_id)
         if code:
             return code, {}
         group = self.groups.get(group_id)
-        if group is None or group.is_(S.DEAD):
+        if isinstance(group, ConsumerGroup) and not (member_epoch < 0 and member_id is None):
+            code = _validate_consumer_member(group, member_epoch, member_id or "")
+            if code:
+                return code, {}
+        if group is None or _is_dead(group):
             return E.NONE, {tp: (-1, -1, "", E.NONE) for tp in partitions or ()}
         wanted = list(group.offsets) if partitions is None else partitions
         out = {}
@@ -200,10 +225,12 @@ class OffsetsMixin:
         if code:
             return respond(code, {})
         group = self.groups.get(group_id)
-        if group is None or group.is_(S.DEAD):
+        if group is None or _is_dead(group):
             return respond(E.GROUP_ID_NOT_FOUND, {})
         subscribed: set[str] = set()
-        if not group.is_(S.EMPTY):
+        if isinstance(group, ConsumerGroup):
+            subscribed = self._topics_of(group.members.values())
+        elif not group.is_(S.EMPTY):
             if group.protocol_type != "consumer":
                 return respond(E.NON_EMPTY_GROUP, {})
             subscribed = group.subscribed_topics() or set()
@@ -231,10 +258,15 @@ class OffsetsMixin:
         retention = self.config.retention_ms
         expired_total = 0
         for gid, group in list(self.groups.items()):
-            if self.partitions.get(self.partition_of(gid)) != "loaded" or group.is_(S.DEAD):
+            if self.partitions.get(self.partition_of(gid)) != "loaded" or _is_dead(group):
                 continue
             pending = {tp for p in group.pending_txn.values() for tp in p}
-            if group.protocol_type is None or group.is_(S.EMPTY):
+            consumer = isinstance(group, ConsumerGroup)
+            if consumer:
+                # Empty: expire from the moment it became empty; else unsubscribed topics.
+                base_empty = group.state_timestamp_ms if group.is_empty() else None
+                subscribed = self._topics_of(group.members.values())
+            elif group.protocol_type is None or group.is_(S.EMPTY):
                 base_empty = group.state_timestamp_ms if group.protocol_type else None
                 subscribed: set[str] = set()
             elif group.protocol_type == "consumer" and group.is_(S.STABLE):
@@ -258,7 +290,13 @@ class OffsetsMixin:
             for tp in expired:
                 del group.offsets[tp]
             expired_total += len(expired)
-            if group.is_(S.EMPTY) and not group.offsets and not group.pending_txn \
+            if consumer:
+                if group.is_empty() and not group.offsets and not group.pending_txn \
+                        and not group.inflight_commits and not group.inflight_writes:
+                    records += CR.group_tombstones(group)
+                    self._unload_consumer_group(group)
+                    del self.groups[gid]
+            elif group.is_(S.EMPTY) and not group.offsets and not group.pending_txn \
                     and not group.inflight_commits:
                 group.transition(S.DEAD, now)
                 del self.groups[gid]
@@ -276,6 +314,7 @@ class OffsetsMixin:
         offsets: dict[str, dict[TP, Committed]] = {}
         pending: dict[int, dict[str, dict[TP, Committed]]] = {}
         metadata: dict[str, L.GroupValue | None] = {}
+        consumer: dict[str, dict] = {}      # group -> what its consumer-group records say
         for b in batches:
             if b.is_control:
                 groups = pending.pop(b.producer_id, {})
@@ -310,9 +349,25 @@ class OffsetsMixin:
                 elif isinstance(key, L.GroupKey):
                     metadata[key.group] = None if r.value is None else \
                         L.decode_group_value(r.value)
+                elif isinstance(key, CR.ConsumerKey):
+                    try:
+                        _replay_consumer(consumer.setdefault(key.group, {}), key, r.value)
+                    except Exception:
+                        log.warning("skipping an unreadable consumer group record at %s-%d "
+                                    "offset %d", "__consumer_offsets", partition, r.offset)
         now = self.clock()
-        for gid in set(offsets) | set(metadata) | {g for p in pending.values() for g in p}:
+        for gid in set(offsets) | set(metadata) | set(consumer) | \
+                {g for p in pending.values() for g in p}:
             value = metadata.get(gid)
+            cg = self._consumer_group_from_records(gid, consumer[gid]) \
+                if gid in consumer else None
+            if cg is not None:
+                cg.offsets = offsets.get(gid, {})
+                cg.pending_txn = {pid: groups[gid] for pid, groups in pending.items()
+                                  if gid in groups}
+                self.groups[gid] = cg
+                self._start_consumer_group_timers(cg)
+                continue
             g = self._group_from_value(gid, value, now)
             g.offsets = offsets.get(gid, {})
             g.pending_txn = {pid: groups[gid] for pid, groups in pending.items() if gid in groups}
@@ -350,3 +405,49 @@ def _materialize(group: Group, pending: dict[TP, Committed]) -> None:
         cur = group.offsets.get(tp)
         if cur is None or cur.log_offset < c.log_offset:
             group.offsets[tp] = c
+
+
+def _is_dead(group) -> bool:
+    return group.dead if isinstance(group, ConsumerGroup) else group.is_(S.DEAD)
+
+
+def _validate_consumer_member(group: ConsumerGroup, epoch: int, member_id: str) -> int:
+    """Offsets of a consumer-protocol group (Kafka's validateOffsetCommit/Fetch): epoch -1
+    from a non-member is accepted while the group is empty (consumers that assign their own
+    partitions, admin tools); otherwise the member must exist with that very epoch."""
+    if group.dead:
+        return E.COORDINATOR_NOT_AVAILABLE
+    if epoch < 0 and not group.members:
+        return E.NONE
+    member = group.members.get(member_id)
+    if member is None:
+        return E.UNKNOWN_MEMBER_ID
+    if epoch != member.member_epoch:
+        return E.STALE_MEMBER_EPOCH
+    return E.NONE
+
+
+def _replay_consumer(recs: dict, key, value: bytes | None) -> None:
+    """Apply one consumer-group record to what replay knows of its group (last one wins; a
+    tombstone removes)."""
+    kind = key.kind
+    v = None if value is None else CR.decode_value(kind, value)
+    if kind == CR.GROUP_METADATA:
+        if v is None:
+            recs.clear()
+        else:
+            recs["epoch"] = v["epoch"]
+    elif kind == CR.PARTITION_METADATA:
+        recs["meta"] = None if v is None else v["topics"]
+    elif kind == CR.TARGET_METADATA:
+        recs["target_epoch"] = None if v is None else v["assignment_epoch"]
+    else:
+        field = {CR.MEMBER_METADATA: "members", CR.TARGET_MEMBER: "target",
+                 CR.CURRENT_MEMBER: "current"}[kind]
+        per = recs.setdefault(field, {})
+        if v is None:
+            per.pop(key.member_id, None)
+        elif kind == CR.TARGET_MEMBER:
+            per[key.member_id] = CR.from_tps(v["topic_partitions"])
+        else:
+            per[key.member_id] = v

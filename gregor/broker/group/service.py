@@ -140,24 +140,63 @@ def _answer(run: list, code: int, last_offset: int) -> None:
             log.exception("a %s write callback failed", TOPIC)
 
 
+class TopicMetadata:
+    """The coordinator's view of the broker's topics (KIP-848 groups assign by topic id)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    def topic(self, name: str):
+        t = self.broker.store.get(name)
+        if t is None or t.deleting:
+            return None
+        return t.topic_id_bytes, t.partitions
+
+    def names(self) -> list[str]:
+        return [t.name for t in self.broker.store.live()]
+
+    def name(self, topic_id: bytes):
+        hex_id = bytes(topic_id).hex()
+        for t in self.broker.store.live():
+            if t.topic_id == hex_id:
+                return t.name
+        return None
+
+
+def _names(value) -> tuple:
+    if isinstance(value, str):
+        value = value.split(",")
+    return tuple(v.strip() for v in value or () if v.strip())
+
+
 class GroupMetrics:
     """Counters the coordinator bumps, and a collector for groups by state."""
 
     def __init__(self):
-        self.counts = {"rebalances": 0, "offset_commits": 0, "expirations": 0}
+        self.counts = {"rebalances": 0, "offset_commits": 0, "expirations": 0,
+                       "consumer_rebalances": 0}
         self.coordinator: GroupCoordinator | None = None
 
     def count(self, what: str) -> None:
         self.counts[what] = self.counts.get(what, 0) + 1
 
     def collect(self):
-        g = GaugeMetricFamily("gregor_groups", "Consumer groups by state", labels=["state"])
+        g = GaugeMetricFamily("gregor_groups", "Classic consumer groups by state",
+                              labels=["state"])
         if self.coordinator is not None:
             for state, n in self.coordinator.groups_by_state().items():
                 g.add_metric([state], n)
         yield g
+        c = GaugeMetricFamily("gregor_consumer_groups",
+                              "Consumer-protocol (KIP-848) groups by state", labels=["state"])
+        if self.coordinator is not None:
+            for state, n in self.coordinator.consumer_groups_by_state().items():
+                c.add_metric([state], n)
+        yield c
         for name, what, help_ in (
                 ("gregor_group_rebalances", "rebalances", "Rebalances started"),
+                ("gregor_consumer_group_rebalances", "consumer_rebalances",
+                 "Group epoch bumps of consumer-protocol (KIP-848) groups"),
                 ("gregor_group_offset_commits", "offset_commits", "Offset commits stored"),
                 ("gregor_group_member_expirations", "expirations",
                  "Members removed after their session timed out")):
@@ -177,7 +216,11 @@ class GroupService:
             initial_rebalance_delay_ms=int(cfg.get("group.initial.rebalance.delay.ms")),
             max_size=int(cfg.get("group.max.size")),
             metadata_max_bytes=int(cfg.get("offset.metadata.max.bytes")),
-            retention_ms=int(cfg.get("offsets.retention.minutes")) * 60000)
+            retention_ms=int(cfg.get("offsets.retention.minutes")) * 60000,
+            consumer_heartbeat_interval_ms=int(cfg.get("group.consumer.heartbeat.interval.ms")),
+            consumer_session_timeout_ms=int(cfg.get("group.consumer.session.timeout.ms")),
+            consumer_max_size=int(cfg.get("group.consumer.max.size")),
+            consumer_assignors=_names(cfg.get("group.consumer.assignors")))
         self.store = CoordinatorLog(
             broker, TOPIC, self.config.num_partitions,
             {"cleanup.policy": "compact",
@@ -185,7 +228,8 @@ class GroupService:
             commit_timeout_ms=int(cfg.get("offsets.commit.timeout.ms")))
         self.metrics = GroupMetrics()
         self.coordinator = GroupCoordinator(
-            self.config, LogStore(self.store), LoopTimers(), _now_ms, self.metrics)
+            self.config, LogStore(self.store), LoopTimers(), _now_ms, self.metrics,
+            metadata=TopicMetadata(broker))
         self.metrics.coordinator = self.coordinator
         try:
             broker.metrics.registry.register(self.metrics)

@@ -112,3 +112,62 @@ def test_kafka_python_group_on_a_cluster(zookeeper_server, tmp_path):
         assert coordinator_of(c, "kpg") in (0, 1, 2)
     finally:
         c.stop()
+
+
+def test_consumer_protocol_group_carries_on_after_its_coordinator_is_killed(
+        zookeeper_server, tmp_path):
+    """KIP-848 (group.protocol=consumer): the new coordinator reloads the group's records
+    (members, epochs, assignments) and the members go on with their partitions."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = new_cluster(zookeeper_server, tmp_path, **GROUP_SETTINGS,
+                    **{"group.consumer.heartbeat.interval.ms": 500})
+    try:
+        create_topic(c, "events", 4, 3, min_insync_replicas=2)
+        produce(c.bootstrap, "events", 400, 4)
+        group = f"kip848-{uuid.uuid4().hex[:8]}"
+
+        def member(bootstrap):
+            m = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                          "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                          "enable.auto.commit": False,
+                          "topic.metadata.refresh.interval.ms": 1000})
+            m.subscribe(["events"])
+            return m
+        a, b = member(c.brokers[0].bootstrap), member(c.brokers[1].bootstrap)
+        seen: dict = {}
+
+        def poll_both():
+            for who, m in (("a", a.poll(0.1)), ("b", b.poll(0.1))):
+                if m is not None and not m.error():
+                    seen.setdefault(m.value(), []).append(who)
+        deadline = time.monotonic() + 90
+        while len(seen) < 200 and time.monotonic() < deadline:
+            poll_both()
+        pa, pb = ({tp.partition for tp in x.assignment()} for x in (a, b))
+        assert pa and pb and not pa & pb and pa | pb == {0, 1, 2, 3}, (pa, pb)
+        a.commit(asynchronous=False)
+        b.commit(asynchronous=False)
+        coord = coordinator_of(c, group)
+        c.by_id(coord).kill()
+        c.wait_for(lambda: coordinator_of(c, group) not in (coord, -1),
+                   what="a new coordinator for the group")
+        deadline = time.monotonic() + 90
+        while len(seen) < 400 and time.monotonic() < deadline:
+            poll_both()
+        assert len(seen) == 400
+        assert all(len(v) == 1 for v in seen.values()), "a record was read twice"
+        # still the same two members with the same partitions: nobody was fenced or joined
+        # again (each broker's log names every join it coordinated)
+        assert ({tp.partition for tp in a.assignment()},
+                {tp.partition for tp in b.assignment()}) == (pa, pb)
+        joins = [line for x in c.brokers for line in x.log_text().splitlines()
+                 if f"group {group}: member" in line and "joins" in line]
+        assert len(joins) == 2, joins
+        a.commit(asynchronous=False)
+        b.commit(asynchronous=False)
+        committed = a.committed([TopicPartition("events", p) for p in range(4)], timeout=30)
+        assert sum(tp.offset for tp in committed) == 400, committed
+        a.close()
+        b.close()
+    finally:
+        c.stop()
