@@ -7,7 +7,9 @@ ports PORT, PORT+1, ...; port 0 picks free ones) joined to it under the chroot /
 `default.replication.factor` min(3, N) unless --set says otherwise. `min.insync.replicas`
 keeps Kafka's default (1): set it per topic (2 with RF 3 is the usual choice), since a
 cluster-wide 2 would refuse acks=all, the default of most clients, on RF 1 topics. Prints one line per broker, then
-`gregor cluster ready on HOST:PORT,HOST:PORT,...` (the bootstrap list). Ctrl-C or SIGTERM
+`gregor cluster ready on HOST:PORT,HOST:PORT,...` (the bootstrap list) once every broker's
+Metadata lists all N brokers and a controller, so a topic with replication factor N can be
+created at once. Ctrl-C or SIGTERM
 stops the brokers (each cleanly) and then ZooKeeper. Running it again on the same DATA_DIR
 brings the same cluster back.
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -58,6 +62,42 @@ def _wait_ready(proc: subprocess.Popen, timeout: float) -> str:
     if not found:
         raise click.ClickException(f"broker (pid {proc.pid}) did not become ready; see its log")
     return found[0]
+
+
+def _sees(endpoint: str, brokers: int) -> bool:
+    """Whether the broker at endpoint answers Metadata with `brokers` brokers and a controller."""
+    from ..protocol import messages
+    from ..protocol.header import decode_response, encode_request
+    api = messages.api("Metadata")
+    host, _, port = endpoint.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(encode_request(api, 1, 1, "gregor-cluster", {"topics": []}))
+            size = struct.unpack(">i", _read(s, 4))[0]
+            _, body = decode_response(api, 1, _read(s, size))
+    except (OSError, ValueError):
+        return False
+    return len(body["brokers"]) == brokers and body["controller_id"] >= 0
+
+
+def _read(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise OSError("connection closed")
+        buf += chunk
+    return buf
+
+
+def _wait_formed(endpoints: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(_sees(e, len(endpoints)) for e in endpoints):
+        if time.monotonic() > deadline:
+            print(f"warning: not every broker sees all {len(endpoints)} brokers after "
+                  f"{timeout:.0f}s", flush=True)
+            return
+        time.sleep(0.1)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -107,6 +147,7 @@ def command(brokers, data_dir, port, zookeeper_port, settings):
             endpoints.append(endpoint)
             print(f"broker {i} ready on {endpoint} (pid {p.pid}, log {root}/broker-{i}.log)",
                   flush=True)
+        _wait_formed(endpoints, 60)
         print(f"gregor cluster ready on {','.join(endpoints)}", flush=True)
         while not stopping.is_set():
             if any(p.poll() is not None for p in procs) and all(p.poll() is not None

@@ -42,9 +42,12 @@ def test_followers_cut_off_from_the_leader(zookeeper_server, tmp_path, fault):
                    what="3 registered brokers and a controller")
         # Metadata answers on the listener asked: clients see the client ports, a request
         # through the replication listener sees the replication (proxy) addresses.
-        assert metadata_ports(c.bootstrap) == {b.broker_id: b.port for b in c.brokers}
-        assert metadata_ports(f"127.0.0.1:{proxies[0].port}") == \
-            {i: p.port for i, p in enumerate(proxies)}
+        # (each broker's view of ZooKeeper may lag the registrations a moment)
+        c.wait_for(lambda: metadata_ports(c.bootstrap) ==
+                   {b.broker_id: b.port for b in c.brokers}, what="client listener Metadata")
+        c.wait_for(lambda: metadata_ports(f"127.0.0.1:{proxies[0].port}") ==
+                   {i: p.port for i, p in enumerate(proxies)},
+                   what="replication listener Metadata")
         create_topic(c, "cut", 1, 3, min_insync_replicas=2)
         checker = ReplicationChecker()
         prod, stop, t = run_load(c, "cut", checker)
