@@ -11,11 +11,7 @@ the topic is in this broker's view of ZooKeeper (or timeout_ms passed).
 """
 from __future__ import annotations
 
-from collections import Counter
-
-from ...protocol.errors import ErrorCode
-from ._txn_common import respond_later
-from .per_topic import per_topic_results
+from .per_topic import controller_results, per_topic_results
 
 API_KEY = 19
 VERSIONS = (0, 4)           # v5 is the first flexible version
@@ -37,24 +33,7 @@ def handle(broker, ctx, request) -> dict:
 
 
 def _in_cluster(broker, request, validate_only: bool):
-    topics = request["topics"]
-    counts = Counter(t["name"] for t in topics)
-    unique = [t for t in topics if counts[t["name"]] == 1]
-
-    def build(errors) -> dict:
-        results = []
-        for t in topics:
-            res = {"name": t["name"], "error_code": ErrorCode.NONE, "error_message": None}
-            if counts[t["name"]] > 1:
-                res["error_code"] = ErrorCode.INVALID_REQUEST
-                res["error_message"] = f"topic {t['name']!r} appears more than once"
-            elif errors is None:
-                res["error_code"] = ErrorCode.REQUEST_TIMED_OUT
-            elif errors.get(t["name"]) is not None:
-                e = errors[t["name"]]
-                res["error_code"], res["error_message"] = e.code, e.message
-                broker.metrics.error(API_KEY, e.name)
-            results.append(res)
-        return {"throttle_time_ms": 0, "topics": results}
-    return respond_later(broker.cluster.create_topics(unique, validate_only,
-                                                      request["timeout_ms"]), build)
+    return controller_results(
+        broker, API_KEY, request["topics"],
+        lambda unique: broker.cluster.create_topics(unique, validate_only, request["timeout_ms"]),
+        "topics")

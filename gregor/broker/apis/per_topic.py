@@ -1,11 +1,13 @@
-"""The per-topic result loop shared by the topic admin APIs (CreateTopics, CreatePartitions):
-one result per requested topic, in request order, each failing on its own."""
+"""The per-topic result loops shared by the topic admin APIs (CreateTopics, CreatePartitions):
+one result per requested topic, in request order, each failing on its own; on a single node
+the work is done at once, in a cluster by the controller, answered when it is done."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import Callable
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ._txn_common import respond_later
 
 
 def per_topic_results(broker, api_key: int, topics: list[dict],
@@ -31,3 +33,28 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
             res["error_message"] = e.message
             broker.metrics.error(api_key, e.name)
     return results
+
+
+def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str):
+    """In a cluster: run(unique_topics) is the controller's coroutine returning
+    {name: KafkaError or None} (None for everything when it timed out); the response lists one
+    result per requested topic under results_key, duplicates refused as on a single node."""
+    counts = Counter(t["name"] for t in topics)
+    unique = [t for t in topics if counts[t["name"]] == 1]
+
+    def build(errors) -> dict:
+        results = []
+        for t in topics:
+            res = {"name": t["name"], "error_code": ErrorCode.NONE, "error_message": None}
+            if counts[t["name"]] > 1:
+                res["error_code"] = ErrorCode.INVALID_REQUEST
+                res["error_message"] = f"topic {t['name']!r} appears more than once"
+            elif errors is None:
+                res["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+            elif errors.get(t["name"]) is not None:
+                e = errors[t["name"]]
+                res["error_code"], res["error_message"] = e.code, e.message
+                broker.metrics.error(api_key, e.name)
+            results.append(res)
+        return {"throttle_time_ms": 0, results_key: results}
+    return respond_later(run(unique), build)
