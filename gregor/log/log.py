@@ -28,6 +28,7 @@ import shutil
 import threading
 import time
 from bisect import bisect_right
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from ..protocol.errors import (CorruptMessageError, KafkaStorageError, MessageTooLargeError,
@@ -37,7 +38,7 @@ from ..protocol.records.header import (BatchHeader, TIMESTAMP_TYPE_BIT, parse_he
                                        set_base_offset, set_log_append_time,
                                        set_partition_leader_epoch)
 from .config import FLUSH_INLINE, LogConfig
-from .flush import SyncTicket, dup_dir_fd
+from .flush import SyncTicket, dup_dir_fd, roll_flusher
 from .leader_epoch import LeaderEpochCache
 from .producer_state import ProducerStateManager
 from .recovery import (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, RecoveryReport,
@@ -87,7 +88,7 @@ class Log:
         self.leader_epochs = LeaderEpochCache(directory)
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
-        self._background: list[threading.Thread] = []
+        self._background: list[Future] = []       # fsyncs of rolled segments under way
         self._rp_lock = threading.Lock()
         self._generation = 0            # bumped by truncation: stale SyncTickets are ignored
         self._dir_dirty = True          # files were created that no directory fsync covers
@@ -335,11 +336,8 @@ class Log:
         ticket = self._ticket(new_base, [s for s in self.segments[:-1]
                                          if s.next_offset > self._recovery_point])
         if self.config.flush_rolled_in_background:
-            t = threading.Thread(target=self._flush_in_background, args=(ticket,),
-                                 name=f"gregor-log-flush-{new_base}", daemon=True)
-            self._background = [b for b in self._background if b.is_alive()]
-            self._background.append(t)
-            t.start()
+            self._background = [f for f in self._background if not f.done()]
+            self._background.append(roll_flusher().submit(self._flush_in_background, ticket))
         else:
             ticket.run()
             self.finish_sync(ticket)
@@ -365,8 +363,8 @@ class Log:
         self.finish_sync(ticket)
 
     def _join_background(self) -> None:
-        for t in self._background:
-            t.join()
+        for f in self._background:
+            f.exception()            # waits; _flush_in_background logs its own failures
         self._background = []
 
     # -- flushing ----------------------------------------------------------------------------
