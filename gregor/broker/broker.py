@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..protocol.errors import (InvalidConfigurationError, InvalidRequestError,
+from ..protocol.errors import (InvalidRequestError,
                                InvalidPartitionsError,
                                InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                                InvalidTopicError, PolicyViolationError, TopicAlreadyExistsError,
                                TopicDeletionDisabledError, UnknownTopicOrPartitionError)
 from . import apis
 from .apis import api_versions
-from .config import BrokerConfig, ConfigError, validate_topic_configs
+from .config import BrokerConfig, checked_topic_configs, validate_topic_configs
 from .listeners import ListenerConfig
 from .metrics import BrokerMetrics
 from .partition import Partition, log_config_for
@@ -359,11 +359,7 @@ class Broker:
             raise InvalidReplicationFactorError(
                 f"replication factor {replication_factor} is larger than the number of "
                 "available brokers (1); use replication factor 1")
-        clean = {k: v for k, v in configs.items() if v is not None}
-        try:
-            validate_topic_configs(clean)
-        except ConfigError as e:
-            raise InvalidConfigurationError(str(e)) from None
+        clean = checked_topic_configs(configs)
         self._check_partition_budget(partitions)
         return partitions, clean
 
@@ -469,11 +465,7 @@ class Broker:
         t = self.store.get(name)
         if t is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        clean = {k: v for k, v in configs.items() if v is not None}
-        try:
-            validate_topic_configs(clean)
-        except ConfigError as e:
-            raise InvalidConfigurationError(str(e)) from None
+        clean = checked_topic_configs(configs)
         if validate_only:
             return
         self.apply_topic_configs(name, clean)

@@ -436,6 +436,18 @@ class BrokerConfig:
         return {k: self.broker_value_for_topic(k) for k in TOPIC_SETTINGS}
 
 
+def checked_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
+    """A request's topic configs, null values dropped and every entry validated; a bad one
+    raises InvalidConfigurationError (Kafka's INVALID_CONFIG) naming it."""
+    from ..protocol.errors import InvalidConfigurationError
+    clean = {k: str(v) for k, v in configs.items() if v is not None}
+    try:
+        validate_topic_configs(clean)
+    except ConfigError as e:
+        raise InvalidConfigurationError(str(e)) from None
+    return clean
+
+
 def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, Any]:
     """Typed topic configs; raises ConfigError naming the bad entry."""
     out: dict[str, Any] = {}

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -65,29 +63,17 @@ def _wait_ready(proc: subprocess.Popen, timeout: float) -> str:
 
 
 def _sees(endpoint: str, brokers: int) -> bool:
-    """Whether the broker at endpoint answers Metadata with `brokers` brokers and a controller."""
-    from ..protocol import messages
-    from ..protocol.header import decode_response, encode_request
-    api = messages.api("Metadata")
-    host, _, port = endpoint.rpartition(":")
+    """Whether the broker at endpoint answers Metadata with `brokers` brokers and a controller
+    (a fresh admin client asks its only bootstrap broker)."""
+    from ..client.admin import AdminClient
+    from ..client.errors import ClientError
+    from ..protocol.errors import KafkaError
     try:
-        with socket.create_connection((host, int(port)), timeout=5) as s:
-            s.sendall(encode_request(api, 1, 1, "gregor-cluster", {"topics": []}))
-            size = struct.unpack(">i", _read(s, 4))[0]
-            _, body = decode_response(api, 1, _read(s, size))
-    except (OSError, ValueError):
+        with AdminClient({"bootstrap.servers": endpoint}) as admin:
+            cluster = admin.describe_cluster(timeout=5)
+    except (ClientError, KafkaError, OSError):
         return False
-    return len(body["brokers"]) == brokers and body["controller_id"] >= 0
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise OSError("connection closed")
-        buf += chunk
-    return buf
+    return len(cluster.brokers) == brokers and cluster.controller_id >= 0
 
 
 def _wait_formed(endpoints: list[str], timeout: float) -> None:

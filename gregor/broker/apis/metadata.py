@@ -12,6 +12,8 @@ no topic has it).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ...protocol.errors import ErrorCode
 from ..topics import topic_name_error
 
@@ -31,8 +33,8 @@ def handle(broker, ctx, request) -> dict:
         names = sorted(t.name for t in broker.store.live())
         allow_create = False
     else:
-        by_id = {t.topic_id_bytes: t.name for t in broker.store.live()}
-        names = requested_names(requested, by_id)
+        names = requested_names(requested, lambda: {t.topic_id_bytes: t.name
+                                                    for t in broker.store.live()})
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     topics = []
     for name in names:
@@ -52,13 +54,14 @@ def handle(broker, ctx, request) -> dict:
 ZERO_ID = bytes(16)
 
 
-def requested_names(requested: list[dict], by_id: dict[bytes, str]) -> list:
-    """The names asked for; a topic asked for by id alone (v12) is looked up in by_id, and
-    stays bytes (its id) when no topic has it."""
-    out = []
+def requested_names(requested: list[dict], ids: Callable[[], dict[bytes, str]]) -> list:
+    """The names asked for; a topic asked for by id alone (v12) is looked up in ids() (built
+    only then), and stays bytes (its id) when no topic has it."""
+    out, by_id = [], None
     for t in requested:
         name, topic_id = t.get("name"), t.get("topic_id") or ZERO_ID
         if name is None and topic_id != ZERO_ID:
+            by_id = ids() if by_id is None else by_id
             name = by_id.get(topic_id, topic_id)
         out.append(name)
     return out

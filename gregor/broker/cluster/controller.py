@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 import time
 
-from ...protocol.errors import (InvalidConfigurationError, InvalidPartitionsError,
+from ...protocol.errors import (InvalidPartitionsError,
                                 InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                                 InvalidRequestError, InvalidTopicError, NotControllerError,
                                 TopicAlreadyExistsError, UnknownTopicOrPartitionError)
-from ..config import ConfigError, validate_topic_configs
+from ..config import checked_topic_configs
 from ..topics import new_uuid_string, topic_name_error
 from . import znodes as z
 from .assignment import AssignmentError, assign_replicas, elect_after_change, initial_state
@@ -322,11 +322,7 @@ class Controller:
                 raise InvalidReplicationFactorError(
                     f"{e} (live brokers: {live}); start more brokers or lower the "
                     "replication factor") from None
-        clean = {k: v for k, v in configs.items() if v is not None}
-        try:
-            validate_topic_configs(clean)
-        except ConfigError as e:
-            raise InvalidConfigurationError(str(e)) from None
+        clean = checked_topic_configs(configs)
         return plan, clean
 
     async def create_topic(self, snap: ClusterSnapshot, name: str, plan: dict[int, list[int]],

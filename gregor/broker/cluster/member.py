@@ -405,16 +405,12 @@ class ClusterMember:
                                   validate_only: bool) -> None:
         """AlterConfigs of a topic: validated, written to /config/topics/<t>, and answered
         once this broker's view has it (the others apply it from their watches)."""
-        from ...protocol.errors import InvalidConfigurationError, UnknownTopicOrPartitionError
-        from ..config import ConfigError, validate_topic_configs
+        from ...protocol.errors import UnknownTopicOrPartitionError
+        from ..config import checked_topic_configs
         view = self.snapshot.topics.get(name)
         if view is None or view.deleting:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        clean = {k: str(v) for k, v in configs.items() if v is not None}
-        try:
-            validate_topic_configs(clean)
-        except ConfigError as e:
-            raise InvalidConfigurationError(str(e)) from None
+        clean = checked_topic_configs(configs)
         if validate_only:
             return
         await self.store.set_topic_config(name, clean)

@@ -44,9 +44,9 @@ def metadata(member, version: int, request: dict, listener: str | None = None) -
     if requested is None or (version == 0 and not requested):
         names = sorted(n for n, v in snap.topics.items() if not v.deleting)
     else:
-        by_id = {_uuid_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()
-                 if not v.deleting and v.assignment.topic_id}
-        names = requested_names(requested, by_id)
+        names = requested_names(requested, lambda: {
+            _uuid_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()
+            if not v.deleting and v.assignment.topic_id})
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     return {"throttle_time_ms": 0, "brokers": brokers(snap, listener),
             "cluster_id": member.cluster_id, "controller_id": snap.controller_id,

@@ -83,8 +83,11 @@ class ConsumerGroupsMixin:
             if e.code == E.INVALID_REQUEST:
                 log.info("group %s: ConsumerGroupHeartbeat refused: %s", group_id, e.message)
             if e.records:
+                # bound now: `e` is unset once the except clause ends, and the write may
+                # complete later
+                code, message = e.code, e.message
                 return self._write_then(e.group, e.records,
-                                        lambda: respond(_error(e.code, e.message)),
+                                        lambda: respond(_error(code, message)),
                                         lambda c: respond(_error(c)))
             return respond(_error(e.code, e.message))
         self._write_then(group, records, lambda: respond(answer),
@@ -205,15 +208,7 @@ class ConsumerGroupsMixin:
                                      assigned=copy_assignment(existing.assigned),
                                      pending_revocation={})
             else:
-                if existing is None:
-                    raise HeartbeatError(E.UNKNOWN_MEMBER_ID,
-                                         f"Instance id {instance_id} is unknown.")
-                if existing.member_id != member_id:
-                    raise HeartbeatError(E.FENCED_INSTANCE_ID,
-                                         f"Static member {member_id} with instance id "
-                                         f"{instance_id} was fenced by member "
-                                         f"{existing.member_id}.")
-                member = existing
+                member = _current_static_member(existing, instance_id, member_id)
                 self._check_epoch(member, epoch, owned)
         is_new = member_id not in group.members
         self.groups[group_id] = group           # accepted: from here on it changes
@@ -324,14 +319,8 @@ class ConsumerGroupsMixin:
                 raise HeartbeatError(E.UNKNOWN_MEMBER_ID,
                                      f"Member {member_id} is not a member of group {group_id}.")
         else:
-            member = group.static_member(instance_id)
-            if member is None:
-                raise HeartbeatError(E.UNKNOWN_MEMBER_ID,
-                                     f"Instance id {instance_id} is unknown.")
-            if member.member_id != member_id:
-                raise HeartbeatError(E.FENCED_INSTANCE_ID,
-                                     f"Static member {member_id} with instance id "
-                                     f"{instance_id} was fenced by member {member.member_id}.")
+            member = _current_static_member(group.static_member(instance_id), instance_id,
+                                            member_id)
             if epoch == STATIC_LEAVE_EPOCH:
                 # It will be back: it keeps its partitions until its session expires.
                 left = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={})
@@ -576,3 +565,15 @@ class ConsumerGroupsMixin:
             self._cancel(m, "session_timer")
             self._cancel(m, "rebalance_timer")
         g.dead = True
+
+
+def _current_static_member(existing, instance_id: str, member_id: str):
+    """The static member holding instance_id, which must be member_id (a heartbeat or leave
+    from an instance another member took over is fenced, as in Kafka)."""
+    if existing is None:
+        raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise HeartbeatError(E.FENCED_INSTANCE_ID,
+                             f"Static member {member_id} with instance id {instance_id} was "
+                             f"fenced by member {existing.member_id}.")
+    return existing

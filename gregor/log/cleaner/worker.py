@@ -51,17 +51,9 @@ def spec_of(snap: Snapshot, buffer_bytes: int, io_rate: float) -> PassSpec:
 
 
 def init_worker() -> None:
-    """Lower the worker's CPU priority (cleaning is background work: on a small machine the
-    broker's loop must win the CPU, or produce latency shows the pass) and make it die with
-    the parent (Linux only; elsewhere a stray worker only writes .cleaned files, which
-    recovery removes)."""
-    try:      # SCHED_IDLE: any runnable broker thread preempts the worker at once
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (OSError, AttributeError):
-        try:
-            os.nice(10)
-        except (OSError, AttributeError):
-            pass
+    """Make the worker die with the parent (Linux only; elsewhere a stray worker only writes
+    .cleaned files, which recovery removes). Its CPU priority was lowered by _BOOT before
+    anything was imported."""
     try:
         import ctypes
         import signal

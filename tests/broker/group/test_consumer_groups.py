@@ -137,6 +137,27 @@ def test_fencing_by_epoch():
         E.GROUP_ID_NOT_FOUND
 
 
+def test_a_fenced_heartbeat_that_changed_the_group_is_answered_after_its_write():
+    """The heartbeat changes the subscription (a group epoch bump, records to write) and the
+    member is then fenced (its state was unreadable when loaded, and it claims partitions):
+    the answer waits for the write and still carries FENCED_MEMBER_EPOCH."""
+    from .consumer_fakes import request
+    c, _, store = make_consumer()
+    m1, m2 = Member(c, "m1", ["a"]), Member(c, "m2", ["a"])
+    m1.join()
+    m2.join()
+    settle([m1, m2])
+    c.groups["g"].members["m1"].state = MemberState.UNKNOWN
+    store.hold = True
+    a = Answer()
+    c.consumer_heartbeat(request(member_id="m1", epoch=m1.epoch, topics=["a", "b"],
+                                 owned=m1.owned_list()), 1, "client", "/127.0.0.1", a)
+    assert not a.done                      # the group's new epoch is being written
+    store.hold = False
+    store.release()
+    assert a.done and a.value["error_code"] == E.FENCED_MEMBER_EPOCH
+
+
 def test_leave_gives_the_partitions_to_the_others():
     c, _, _ = make_consumer()
     m1, m2 = Member(c, "m1", ["a", "b"]), Member(c, "m2", ["a", "b"])
