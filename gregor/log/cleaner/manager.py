@@ -279,18 +279,22 @@ class LogCleanerManager:
         if stats is None:
             return None
         t = time.perf_counter()
-        views = {v.base_offset: v for v in snap.views}
-        for i, bases in enumerate(written):
-            group = [views[b] for b in bases]
-            new = open_cleaned(snap.directory, bases[0], snap.config)
-            if new is None or not swap(group, new):
-                if new is not None:
-                    new.close()
-                for rest in written[i:]:
-                    discard_cleaned(snap.directory, rest[0])
-                stats.end_offset = -1
-                break
-        stats.swap_seconds = time.perf_counter() - t
+        try:
+            views = {v.base_offset: v for v in snap.views}
+            for i, bases in enumerate(written):
+                group = [views[b] for b in bases]
+                new = open_cleaned(snap.directory, bases[0], snap.config)
+                if new is None or not swap(group, new):
+                    if new is not None:
+                        new.close()
+                    for rest in written[i:]:
+                        discard_cleaned(snap.directory, rest[0])
+                    stats.end_offset = -1
+                    break
+            stats.swap_seconds = time.perf_counter() - t
+        finally:
+            # the worker still holds the replaced segments' files: freeing them is its work
+            pool.release()
         return stats
 
 
