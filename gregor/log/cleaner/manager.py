@@ -291,10 +291,10 @@ class LogCleanerManager:
                         discard_cleaned(snap.directory, rest[0])
                     stats.end_offset = -1
                     break
-            stats.swap_seconds = time.perf_counter() - t
         finally:
             # the worker still holds the replaced segments' files: freeing them is its work
             pool.release()
+        stats.swap_seconds = time.perf_counter() - t       # the release included
         return stats
 
 
