@@ -111,3 +111,39 @@ def test_worker_process_runs_at_idle_priority_with_one_thread(tmp_path):
         assert w.proc.pid == pid
     finally:
         w.kill()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_worker_holds_the_pass_files_until_released(tmp_path):
+    # freeing a replaced segment's pages happens at the last close of its file: the worker's
+    # close, at idle priority, after the broker has swapped and closed its own descriptors
+    from gregor.log.cleaner.worker import WorkerProcess, spec_of
+    log = open_log(str(tmp_path / "t-0"), segment_bytes=1 << 12)
+    for i in range(200):
+        log.append(keyed_batch([(b"k%d" % (i % 7), b"v%d" % i)], ts=1_000 + i))
+    log.roll()
+    snap = prepare(log, cleanable(log, None, 10_000), 10_000)
+    spec = spec_of(snap, 1 << 20, 0.0)
+    snap.close()
+    w = WorkerProcess()
+    try:
+        stats, written = w.run(spec)
+        assert written and stats.end_offset > 0
+
+        def held():
+            out = []
+            for fd in os.listdir(f"/proc/{w.proc.pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{w.proc.pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith(log.dir) and target.endswith(".log"):
+                    out.append(target)
+            return out
+        assert len(held()) == len(spec.segments)
+        w.release()
+        assert held() == []
+        w.release()                                # nothing held: still answered
+    finally:
+        w.kill()
+        log.close()

@@ -252,6 +252,7 @@ class PassStats:
     map_full: bool = False
     end_offset: int = -1
     seconds: float = 0.0
+    swap_seconds: float = 0.0      # the broker's part: opening and swapping the groups in
 
 
 class CleanPass:

@@ -189,8 +189,16 @@ class LogCleanerManager:
             return False
         p, c, snap = picked
         key = (p.topic, p.index)
+        swap_s = [0.0]
         try:
             def swap(group, new):
+                t = time.perf_counter()
+                try:
+                    return swap_group(group, new)
+                finally:
+                    swap_s[0] += time.perf_counter() - t
+
+            def swap_group(group, new):
                 if self._stop.is_set():
                     return False
                 # files are renamed here, off the loop (renames wait on the file system's
@@ -209,6 +217,7 @@ class LogCleanerManager:
             try:
                 if pool is None:
                     stats = CleanPass(snap, offset_map, throttle=self.throttle).run(swap)
+                    stats.swap_seconds = swap_s[0]
                 else:
                     stats = self._in_worker(pool, snap, swap)
                     if stats is None:
@@ -245,12 +254,12 @@ class LogCleanerManager:
         mb = stats.bytes_read / 1e6
         log.info("cleaned %s-%d: offsets %d..%d, %d segment(s) into %d, %.1f MB dirty, %.1f MB "
                  "read, %.1f MB written, %.2fs (%.1f MB/s read), dirty ratio was %.2f, longest "
-                 "event-loop step %.2f ms%s",
+                 "event-loop step %.2f ms, swaps %.1f ms%s",
                  key[0], key[1],
                  c.first_dirty, stats.end_offset - 1, stats.segments_in, stats.segments_out,
                  c.dirty_bytes / 1e6, mb, stats.bytes_written / 1e6, stats.seconds,
                  mb / stats.seconds if stats.seconds else 0.0, c.ratio,
-                 self.longest_loop_step * 1000,
+                 self.longest_loop_step * 1000, stats.swap_seconds * 1000,
                  "; the key map filled up, another round follows" if stats.map_full else "")
         return True
 
@@ -269,17 +278,23 @@ class LogCleanerManager:
             raise
         if stats is None:
             return None
-        views = {v.base_offset: v for v in snap.views}
-        for i, bases in enumerate(written):
-            group = [views[b] for b in bases]
-            new = open_cleaned(snap.directory, bases[0], snap.config)
-            if new is None or not swap(group, new):
-                if new is not None:
-                    new.close()
-                for rest in written[i:]:
-                    discard_cleaned(snap.directory, rest[0])
-                stats.end_offset = -1
-                break
+        t = time.perf_counter()
+        try:
+            views = {v.base_offset: v for v in snap.views}
+            for i, bases in enumerate(written):
+                group = [views[b] for b in bases]
+                new = open_cleaned(snap.directory, bases[0], snap.config)
+                if new is None or not swap(group, new):
+                    if new is not None:
+                        new.close()
+                    for rest in written[i:]:
+                        discard_cleaned(snap.directory, rest[0])
+                    stats.end_offset = -1
+                    break
+        finally:
+            # the worker still holds the replaced segments' files: freeing them is its work
+            pool.release()
+        stats.swap_seconds = time.perf_counter() - t       # the release included
         return stats
 
 
