@@ -35,4 +35,5 @@ def shared_broker(tmp_path_factory):
         b.stop()
 
 
-from tests.support.zookeeper import zk_connect, zookeeper_server  # noqa: E402,F401
+from tests.support.zookeeper import (three_brokers, zk_connect,  # noqa: E402,F401
+                                     zookeeper_server)

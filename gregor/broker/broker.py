@@ -94,7 +94,7 @@ class Broker:
         self.max_partitions = partition_budget(config)
         self.txn = None                  # the transaction coordinator service (txn/service.py)
         self.groups = None               # the group coordinator service (group/service.py)
-        # Cluster mode (zookeeper.connect set): membership, view of ZooKeeper, controller.
+        # Cluster mode (zookeeper.connect set): membership, metadata cache, controller.
         self.cluster = None
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
@@ -193,6 +193,13 @@ class Broker:
         if self._shutdown_started:
             return
         self._shutdown_started = True
+        if self.cluster is not None:
+            # First, while still serving (as Kafka does): the controller moves our
+            # leaderships away and tells us so by LeaderAndIsr, which must reach us.
+            try:
+                await self.cluster.controlled_shutdown()
+            except Exception:
+                log.exception("controlled shutdown failed; stopping anyway")
         log.info("shutting down: no new requests; finishing in-flight ones")
         if self.server is not None:
             self.server.stop_accepting()
@@ -312,7 +319,7 @@ class Broker:
         log_ = Log.open(self.partition_dir(topic, index), log_config_for(cfg))
         p = Partition(topic, index, log_, cfg, self.broker_id)
         if self.cluster is not None:
-            p.is_leader = False       # until ZooKeeper says so
+            p.is_leader = False       # until the controller says so (LeaderAndIsr)
             saved = self._saved_hws.pop((topic, index), None)
             if saved is not None:
                 p.high_watermark = max(log_.log_start_offset, min(saved, log_.log_end_offset))

@@ -51,12 +51,13 @@ class Partition:
         self.isr = [broker_id]
         self.replicas = [broker_id]
         self.deleted = False
-        self.is_leader = True           # cluster mode: whether ZooKeeper names us the leader
+        self.is_leader = True           # cluster mode: whether the controller named us the leader
         self.leader_id = broker_id
         self.state_zk_version = -1      # cluster mode: the state znode's version we acted on
         self.followers: dict[int, FollowerState] = {}    # leader side, cluster mode
         self.pending_isr: list[int] | None = None         # an ISR write under way
         self.zk_state = None            # cluster mode: the partition state last acted on
+        self.isr_refused_at = None      # cluster mode: the state an ISR change was refused at
         self._leading_epoch: int | None = None            # the epoch make_leader set up
         # Everything the log recovered at start-up was on disk: committed and durable.
         self.high_watermark = log_.log_end_offset
@@ -166,7 +167,7 @@ class Partition:
 
     def make_leader(self, epoch: int, isr: list[int], replicas: list[int], zk_version: int,
                     now_ms: int) -> bool:
-        """ZooKeeper names this broker the leader at `epoch`. A new epoch begins at our log
+        """The controller names this broker the leader at `epoch`. A new epoch begins at our log
         end; followers' positions are unknown until they fetch, so the HW waits for them.
         True if this starts a new leadership (a new epoch or a former follower)."""
         new_epoch = not self.is_leader or self._leading_epoch != epoch
@@ -186,7 +187,7 @@ class Partition:
 
     def make_follower(self, leader: int, epoch: int, isr: list[int], replicas: list[int],
                       zk_version: int) -> bool:
-        """ZooKeeper names another broker (or none, -1) the leader. True if the leader or
+        """The controller names another broker (or none, -1) the leader. True if the leader or
         its epoch changed (the fetcher must then check for divergence again)."""
         changed = self.is_leader or leader != self.leader_id or epoch != self.leader_epoch
         self._leading_epoch = None
@@ -231,16 +232,17 @@ class Partition:
         """On a follower: the leader's HW, capped by what we have. True if it moved."""
         return self._set_high_watermark(min(leader_hw, self.log.log_end_offset))
 
-    def isr_change(self, now_ms: int, lag_ms: int) -> list[int] | None:
-        """The ISR this leader should write, or None: followers not caught up for lag_ms
-        leave it; followers out of it rejoin once they hold everything up to the HW and
-        have reached this epoch's start (Kafka's isFollowerInSync)."""
+    def isr_change(self, now_ms: int, lag_ms: int, expand: bool = True) -> list[int] | None:
+        """The ISR this leader should ask for, or None: followers not caught up for lag_ms
+        leave it; with expand (after a follower's fetch, as Kafka checks it: a follower's
+        state is only news when it fetches) followers out of it rejoin once they hold
+        everything up to the HW and have reached this epoch's start (isFollowerInSync)."""
         if not self.is_leader or self.pending_isr is not None or not self.followers:
             return None
         keep = [r for r in self.isr if r == self.broker_id or
                 (r in self.followers and now_ms - self.followers[r].last_caught_up_ms <= lag_ms)]
         epoch_start = self.log.leader_epochs.start_offset_of_latest()
-        for r, f in self.followers.items():
+        for r, f in self.followers.items() if expand else ():
             if (r not in self.isr and r in self.replicas and f.log_end_offset >= self.high_watermark
                     and f.log_end_offset >= epoch_start):
                 keep.append(r)

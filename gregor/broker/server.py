@@ -40,6 +40,9 @@ from .response_frames import encode_response_parts
 
 log = logging.getLogger("gregor.broker.server")
 
+# LeaderAndIsr, StopReplica, UpdateMetadata: taken even while refusing clients
+CONTROLLER_APIS = frozenset({4, 5, 6})
+
 NO_RESPONSE = object()
 _HTTP_PREFIXES = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN")
 _TLS_HANDSHAKE = 0x16
@@ -127,7 +130,7 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         srv = self.server
-        if srv.stopping or srv.refusing:
+        if srv.stopping:
             transport.abort()
             self.closed = True
             return
@@ -239,6 +242,9 @@ class Connection(asyncio.BufferedProtocol):
             api_key, version, corr = peek_request_header(frame)
         except DecodeError as e:
             self.close(f"sent an undecodable request header: {e}")
+            return
+        if srv.refusing and api_key not in CONTROLLER_APIS:
+            self.close("this broker lost its ZooKeeper session; ask another broker")
             return
         handler = srv.handlers.get(api_key)
         if handler is None:
@@ -425,8 +431,9 @@ class Server:
         self.memory_waiters: deque[Connection] = deque()
         self.connections: set[Connection] = set()
         self.stopping = False
-        # set while a cluster member is cut off from ZooKeeper: connections are refused so
-        # clients go to brokers whose view of the cluster is current
+        # set while a cluster member is cut off from ZooKeeper: requests are refused (the
+        # connection closed) so clients go to brokers whose view of the cluster is current;
+        # only the controller's requests, which make it current again, are taken
         self.refusing = False
         self._servers: list[asyncio.AbstractServer] = []
         self._idle_task: asyncio.Task | None = None
@@ -479,7 +486,8 @@ class Server:
                     conn.close(None)
 
     def refuse_clients(self, why: str) -> None:
-        """Close every connection and refuse new ones until accept_clients()."""
+        """Close every connection and refuse every request but the controller's until
+        accept_clients()."""
         self.refusing = True
         for conn in list(self.connections):
             conn.close(why)

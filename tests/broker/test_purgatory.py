@@ -107,3 +107,41 @@ def test_idle_keys_do_not_keep_expired_operations():
         await asyncio.sleep(0.1)
         assert p.watched() == 0 and p.delayed() == 0 and p.expired == 50
     run(main())
+
+
+def test_a_produce_forced_at_shutdown_before_its_commit_is_not_a_success():
+    """DelayedProduce: completing what is committed, the rest REQUEST_TIMED_OUT, never a
+    success for a write the ISR may not have (as Kafka's DelayedProduce)."""
+    from types import SimpleNamespace
+
+    from gregor.broker.apis.produce import DelayedProduce, PartitionResult
+    from gregor.protocol.errors import ErrorCode
+
+    class Part:
+        def __init__(self, hw):
+            self.hw = hw
+
+        def check_enough_replicas_reach_offset(self, offset):
+            return (self.hw >= offset, ErrorCode.NONE)
+
+    async def main():
+        parts = {("t", 0): Part(hw=10), ("t", 1): Part(hw=3)}
+        errors = []
+        broker = SimpleNamespace(replica_manager=SimpleNamespace(
+            get=lambda t, p: parts[(t, p)]), metrics=SimpleNamespace(
+            error=lambda key, name: errors.append(name)))
+        results = []
+        for p in (0, 1):
+            r = PartitionResult("t", p)
+            r.base_offset, r.last_offset, r.pending = 5, 9, True
+            results.append(r)
+        fut = asyncio.get_running_loop().create_future()
+        purgatory = Purgatory("produce")
+        op = DelayedProduce(30_000, broker, results, 8, fut)
+        assert not purgatory.try_complete_else_watch(op, [("t", 0), ("t", 1)])
+        assert purgatory.complete_all() == 1
+        codes = {pr["index"]: (pr["error_code"], pr["base_offset"])
+                 for t in fut.result()["responses"] for pr in t["partition_responses"]}
+        assert codes == {0: (ErrorCode.NONE, 5), 1: (ErrorCode.REQUEST_TIMED_OUT, -1)}
+        assert errors == ["REQUEST_TIMED_OUT"]
+    run(main())

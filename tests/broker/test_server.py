@@ -569,3 +569,35 @@ def test_responses_ready_together_leave_in_one_write():
         assert len(writes) == 1
         assert responses(b"".join(writes[0]), METADATA, 2) == [0, 1, 2, 3]
     asyncio.run(main())
+
+
+def test_a_broker_refusing_clients_closes_on_their_requests_but_takes_the_controllers():
+    """While a cluster member is cut off (refuse_clients), every connection is closed and any
+    request but the controller's (LeaderAndIsr, StopReplica, UpdateMetadata) closes its
+    connection: the controller's word is what makes the broker current again."""
+    update_metadata = messages.api("UpdateMetadata")
+    told = []
+
+    async def scenario(srv, port):
+        srv.handlers[6] = Handler(update_metadata, 5, 8,
+                                  lambda ctx, req: told.append(req) or {"error_code": 0})
+        reader, writer = await open_conn(port)
+        writer.write(encode_request(METADATA, 2, 1, "t", {"topics": []}))
+        await read_response(reader, METADATA, 2)
+        srv.refuse_clients("cut off")
+        assert await closed(reader)                       # the open connection went
+        reader, writer = await open_conn(port)
+        writer.write(encode_request(METADATA, 2, 2, "t", {"topics": []}))
+        assert await closed(reader)                       # a client's request: closed
+        reader, writer = await open_conn(port)
+        writer.write(encode_request(update_metadata, 8, 3, "controller", {
+            "controller_id": 1, "controller_epoch": 2, "broker_epoch": -1,
+            "topic_states": [], "live_brokers": []}))
+        corr, body = await read_response(reader, update_metadata, 8)
+        assert (corr, body["error_code"]) == (3, 0) and len(told) == 1
+        srv.accept_clients()
+        writer.write(encode_request(METADATA, 2, 4, "t", {"topics": []}))
+        corr, _ = await read_response(reader, METADATA, 2)
+        assert corr == 4
+        writer.close()
+    run_with_server(scenario)

@@ -68,3 +68,20 @@ def zookeeper_server():
 def zk_connect(zookeeper_server) -> str:
     """zookeeper.connect for this test: the session's server, a chroot of its own."""
     return f"{zookeeper_server.hosts}/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+def three_brokers(zookeeper_server, tmp_path_factory):
+    """Three broker processes on a chroot of their own, shared by one test module's tests
+    (nothing in them kills a broker; a longer session keeps a loaded machine from expiring
+    one)."""
+    from tests.support.cluster import BrokerCluster
+    chroot = f"{zookeeper_server.hosts}/m-{uuid.uuid4().hex[:12]}"
+    c = BrokerCluster(tmp_path_factory.mktemp("cluster"), chroot, size=3, session_ms=6000)
+    c.start()
+    c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
+               what="3 registered brokers and a controller")
+    try:
+        yield c
+    finally:
+        c.stop()

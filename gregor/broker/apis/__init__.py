@@ -28,6 +28,7 @@ MODULES = [
     "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
     "describe_groups", "list_groups", "delete_groups", "offset_delete", "txn_offset_commit",
     "offset_for_leader_epoch", "controlled_shutdown",
+    "leader_and_isr", "update_metadata", "stop_replica", "alter_partition",
     "consumer_group_heartbeat", "consumer_group_describe",
 ]
 

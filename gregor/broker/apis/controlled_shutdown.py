@@ -21,7 +21,7 @@ def handle(broker, ctx, request):
 
     async def run():
         try:
-            return await member.controller.controlled_shutdown(member.snapshot,
+            return await member.controller.controlled_shutdown(member.controller.view,
                                                                request["broker_id"])
         except KafkaError as e:
             return e

@@ -7,7 +7,7 @@ everything and creates nothing. A name listed twice fails with INVALID_REQUEST f
 In cluster mode only the controller creates topics (replicas placed over the live brokers);
 other brokers answer NOT_CONTROLLER for every topic, as Kafka's ZooKeeper-mode brokers do at
 every version, and clients resend to the controller named in Metadata. The answer comes once
-the topic is in this broker's view of ZooKeeper (or timeout_ms passed).
+the topic is in this broker's metadata cache and every live broker was told (or timeout_ms passed).
 """
 from __future__ import annotations
 

@@ -198,16 +198,21 @@ class DelayedProduce(DelayedOperation):
             return False
         return self.force_complete()
 
-    def on_expiration(self) -> None:
+    def _time_out_pending(self, why: str) -> None:
         for r in self.results:
             if r.pending:
                 r.pending = False
                 r.error = ErrorCode.REQUEST_TIMED_OUT
-                r.message = ("the write was not committed within the request's timeout_ms; it "
-                             "may still become visible")
+                r.message = f"{why}; it may still become visible"
                 self.broker.metrics.error(API_KEY, "REQUEST_TIMED_OUT")
 
+    def on_expiration(self) -> None:
+        self._time_out_pending("the write was not committed within the request's timeout_ms")
+
     def on_complete(self) -> None:
+        # Forced (at shutdown) before the write was committed: never a success, as Kafka's
+        # DelayedProduce answers a partition still waiting with REQUEST_TIMED_OUT.
+        self._time_out_pending("the broker stopped before the write was committed")
         if not self.future.done():
             self.future.set_result(_response(self.results, self.version))
 

@@ -7,15 +7,20 @@ it vanishes. The controller:
   one multi-op;
 - moves leadership when brokers come and go (Kafka's offline-partition election, unclean
   election off), writing each new state conditioned on its zkVersion and on the epoch.
+- changes a partition's ISR when its leader asks (AlterPartition, KIP-497), with the same
+  fencing;
+- tells the brokers what changed (LeaderAndIsr, UpdateMetadata, StopReplica: propagation.py
+  plans them, controller_channel.py delivers them), after each of its reads of ZooKeeper.
 A controller whose session is SUSPENDED or LOST stops acting at once: its successor may already
 be elected, and the epoch check would refuse its writes anyway.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
-from ...protocol.errors import (InvalidPartitionsError,
+from ...protocol.errors import (ErrorCode, InvalidPartitionsError,
                                 InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                                 InvalidRequestError, InvalidTopicError, NotControllerError,
                                 TopicAlreadyExistsError, UnknownTopicOrPartitionError)
@@ -23,8 +28,10 @@ from ..config import checked_topic_configs
 from ..topics import new_uuid_string, topic_name_error
 from . import znodes as z
 from .assignment import AssignmentError, assign_replicas, elect_after_change, initial_state
+from .controller_channel import ControllerChannel
 from .metadata_store import (AlreadyExists, ClusterSnapshot, Conflict, ControllerMoved,
                              MetadataStore)
+from .propagation import PushPlanner, uuid_bytes
 
 log = logging.getLogger("gregor.broker.cluster.controller")
 
@@ -33,11 +40,20 @@ MAX_PARTITIONS_PER_TOPIC = 10_000     # as the single-node broker: bounded work 
 
 
 class Controller:
-    def __init__(self, broker_id: int, store: MetadataStore, config):
+    def __init__(self, broker_id: int, store: MetadataStore, config, listener: str | None = None,
+                 local=None):
         self.broker_id = broker_id
+        self.local = local                # async push -> response: our own broker's handlers
         self.store = store
         self.config = config
+        self.listener = listener          # inter.broker.listener.name: where brokers are told
+        self.view = ClusterSnapshot()     # the cluster as this controller last read it
+        self.planner: PushPlanner | None = None
+        self.channel: ControllerChannel | None = None
         self.active = False
+        # held while acting on a read of ZooKeeper or on an AlterPartition, so a slower read
+        # never overwrites what an AlterPartition just wrote
+        self.lock = asyncio.Lock()
         self.epoch = 0
         self.epoch_zk_version = -1
         self.connected = True
@@ -64,6 +80,34 @@ class Controller:
         if self.active:
             log.warning("broker %d stops acting as controller: %s", self.broker_id, why)
         self.active = False
+        self.planner = None
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+
+    def _endpoint(self, broker_id: int):
+        info = self.view.brokers.get(broker_id)
+        return None if info is None else info.endpoint(self.listener)
+
+    async def told(self, timeout_s: float) -> bool:
+        """Until every live broker has taken what it was told so far (CreateTopics and the
+        like answer then, so whichever broker a client asks next knows the change)."""
+        return self.channel is None or await self.channel.delivered(timeout_s)
+
+    def propagate(self, snap: ClusterSnapshot) -> int:
+        """Tell the brokers what changed since what they were told; returns how many
+        requests were queued. A newly active controller tells every broker everything."""
+        if not self.active:
+            return 0
+        if self.planner is None:
+            self.planner = PushPlanner(self.broker_id, self.epoch)
+            timeout = int(self.config.get("replica.socket.timeout.ms")) / 1000.0
+            self.channel = ControllerChannel(self.broker_id, self.local, self._endpoint,
+                                             f"gregor-controller-{self.broker_id}", timeout)
+        self.channel.sync(snap.broker_epochs)
+        pushes = self.planner.plan(snap)
+        self.channel.send(pushes)
+        return len(pushes)
 
     def on_session(self, state: str) -> None:
         self.connected = state == "CONNECTED"
@@ -71,6 +115,7 @@ class Controller:
             self.step_down(f"ZooKeeper session {state}")
 
     async def on_snapshot(self, snap: ClusterSnapshot) -> None:
+        self.view = snap
         if self.active and snap.controller_id != self.broker_id:
             self.step_down(f"/controller now names broker {snap.controller_id}")
         if not self.active and self.connected and snap.controller_id == self.broker_id \
@@ -83,6 +128,7 @@ class Controller:
             return                       # a fresh snapshot follows (the /controller watch)
         if self.active:
             await self.reconcile(snap)
+            self.propagate(snap)
 
     # -- leadership ------------------------------------------------------------------------
 
@@ -123,13 +169,108 @@ class Controller:
         for name, p, s in fresh + updates:
             log.info("%s-%d: leader %d, leader epoch %d, ISR %s", name, p, s.leader,
                      s.leader_epoch, s.isr)
+        # What was written is what the brokers are told now, in the same requests as the
+        # broker list that caused it (the watch's re-read then finds nothing new to tell).
+        for name, p, s in fresh:
+            s.zk_version = 0
+            snap.topics[name].states[p] = s
+        for name, p, s in updates:
+            s.zk_version += 1
+            snap.topics[name].states[p] = s
         return len(fresh) + len(updates)
+
+    # -- AlterPartition --------------------------------------------------------------------
+
+    async def alter_partition(self, body: dict, version: int) -> dict:
+        """A leader's ISR change (Kafka's rules): the leader epoch must be the current one
+        (FENCED_LEADER_EPOCH), the partition epoch too (INVALID_UPDATE_VERSION; a request
+        whose change is already there is answered with the current state), the new ISR must
+        hold the leader and only live replicas, at their current broker epoch (v3)
+        (INELIGIBLE_REPLICA). The write is fenced like every controller write; the brokers
+        then learn the new ISR by UpdateMetadata."""
+        if not self.active:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
+        async with self.lock:
+            snap = self.view
+            requester = body["broker_id"]
+            epoch = body.get("broker_epoch", -1)
+            if requester not in snap.brokers or (
+                    epoch != -1 and epoch != snap.broker_epochs.get(requester)):
+                return {"throttle_time_ms": 0, "error_code": ErrorCode.STALE_BROKER_EPOCH,
+                        "topics": []}
+            ids = {uuid_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()}
+            out, writes = [], []
+            for t in body["topics"]:
+                name = t.get("topic_name") if version < 2 else ids.get(t.get("topic_id"))
+                results = []
+                for pd in t["partitions"]:
+                    code, state = self._check_isr_change(snap, name, requester, pd, version)
+                    if code == ErrorCode.NONE and state is not None:
+                        writes.append((name, pd["partition_index"], state))
+                    results.append((pd["partition_index"], code, state))
+                out.append((t, name, results))
+            if writes:
+                try:
+                    await self.store.update_states(writes, self.epoch_zk_version)
+                except ControllerMoved:
+                    self.step_down("/controller_epoch moved on (another controller was elected)")
+                    return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
+                            "topics": []}
+                except Conflict:
+                    # a state moved under us (an election): the leader hears of it
+                    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "topics": [
+                        _alter_topic(t, version, [(p, ErrorCode.INVALID_UPDATE_VERSION, None)
+                                                  for p, _, _ in results])
+                        for t, _, results in out]}
+                for name, p, state in writes:
+                    state.zk_version += 1
+                    snap.topics[name].states[p] = state
+                    log.info("%s-%d: ISR %s (asked by leader %d)", name, p, state.isr,
+                             requester)
+                self.propagate(snap)
+            current = [(t, version, [(p, code, state if state is not None else
+                                      (snap.topics[name].states.get(p) if name in snap.topics
+                                       else None))
+                                     for p, code, state in results])
+                       for t, name, results in out]
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                "topics": [_alter_topic(*c) for c in current]}
+
+    def _check_isr_change(self, snap, name, requester, pd, version):
+        """(error, new state to write or None for an answer with the current state)."""
+        view = snap.topics.get(name) if name is not None else None
+        p = pd["partition_index"]
+        state = view.states.get(p) if view is not None and not view.deleting else None
+        if state is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if state.leader != requester:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        if pd["leader_epoch"] != state.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH, None
+        if version >= 3:
+            members = pd["new_isr_with_epochs"]
+            isr = [m["broker_id"] for m in members]
+            stale = [m["broker_id"] for m in members if m["broker_epoch"] != -1
+                     and m["broker_epoch"] != snap.broker_epochs.get(m["broker_id"])]
+        else:
+            isr, stale = list(pd["new_isr"]), []
+        if isr == state.isr:
+            return ErrorCode.NONE, None          # already so: answer with the current state
+        if pd["partition_epoch"] != state.zk_version:
+            return ErrorCode.INVALID_UPDATE_VERSION, None
+        replicas = view.assignment.partitions.get(p, [])
+        live = set(snap.brokers) - self.shutting_down
+        if requester not in isr or len(set(isr)) != len(isr) or stale or any(
+                b not in replicas or (b not in live and b not in state.isr) for b in isr):
+            return ErrorCode.INELIGIBLE_REPLICA, None
+        return ErrorCode.NONE, z.PartitionState(state.leader, state.leader_epoch, isr,
+                                                self.epoch, state.zk_version)
 
     async def _delete_marked(self, snap: ClusterSnapshot) -> int:
         """Delete the topics marked under /admin/delete_topics (Kafka's ZooKeeper-mode
-        deletion; brokers drop their replicas when the topic leaves their view)."""
+        deletion; the replicas are told to delete theirs with StopReplica)."""
         done = 0
-        for name, view in snap.topics.items():
+        for name, view in list(snap.topics.items()):
             if not view.deleting:
                 continue
             parts = sorted(p for p in view.assignment.partitions if p in view.states)
@@ -142,6 +283,7 @@ class Controller:
                 log.warning("deleting topic %r: %s; retried at the next change", name, e)
                 continue
             log.info("deleted topic %r", name)
+            del snap.topics[name]          # told as deleted in this round
             done += 1
         return done
 
@@ -340,3 +482,20 @@ class Controller:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists") from None
         log.info("created topic %r: %s", name,
                  ", ".join(f"{p}->{r}" for p, r in sorted(plan.items())))
+
+
+def _alter_topic(t: dict, version: int, results) -> dict:
+    parts = []
+    for p, code, state in results:
+        ok = code == ErrorCode.NONE and state is not None
+        parts.append({"partition_index": p, "error_code": code,
+                      "leader_id": state.leader if ok else -1,
+                      "leader_epoch": state.leader_epoch if ok else -1,
+                      "isr": list(state.isr) if ok else [], "leader_recovery_state": 0,
+                      "partition_epoch": state.zk_version if ok else -1})
+    entry = {"partitions": parts}
+    if version < 2:
+        entry["topic_name"] = t.get("topic_name")
+    else:
+        entry["topic_id"] = t.get("topic_id")
+    return entry

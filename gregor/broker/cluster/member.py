@@ -1,20 +1,17 @@
-"""One broker's membership in the cluster: joining, its view of ZooKeeper, and what it serves.
+"""One broker's membership in the cluster: joining, what it reads of ZooKeeper, and what it serves.
 
 Join: connect to ZooKeeper, agree on the cluster id (meta.properties must match /cluster/id),
 refuse a broker.id another live session holds, open the logs, listen, then register the
 ephemeral /brokers/ids/<id> with the really bound port.
 
-Propagation: every broker watches ZooKeeper directly (brokers, controller, topics, partition
-states) and re-reads the whole tree when anything changes, instead of waiting for the
-controller's LeaderAndIsr / UpdateMetadata pushes; one debounced refresh at a time keeps it
-cheap. From each partition state it learns whether it leads (and starts tracking followers)
-or follows (and hands the partition to the fetcher of its leader, replica_fetcher.py).
+Propagation, as in Kafka's ZooKeeper mode: a broker reads from ZooKeeper only who the
+controller is (to run for it) and the topics' configs; the rest it is told by the controller:
+LeaderAndIsr says which of its replicas lead (it starts tracking followers) and which follow
+(handed to the fetcher of their leader, replica_fetcher.py), UpdateMetadata fills its metadata
+cache, StopReplica deletes replicas (controller_requests.py). The controller reads the whole
+tree itself (controller.py) and plans what to tell (propagation.py).
 
-A leader maintains its partitions' ISR as Kafka's ZooKeeper-mode leaders did before
-AlterPartition: every replica.lag.time.max.ms / 2 it drops followers not caught up within the
-lag time, and when a follower catches up it adds it back, each time writing the partition
-state conditioned on the zkVersion it read (so a controller's concurrent election wins and the
-leader learns of it from the watch).
+A leader maintains its partitions' ISR through the controller (isr_changes.py).
 """
 from __future__ import annotations
 
@@ -28,6 +25,9 @@ from ..topics import TopicInfo, new_uuid_string, read_meta, write_atomically
 from . import znodes as z
 from .assignment import AssignmentError, assign_replicas
 from .controller import Controller
+from .controller_requests import ControllerRequestsMixin
+from .isr_changes import IsrChangesMixin
+from .metadata_cache import apply_configs
 from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
 from .producer_ids import ClusterProducerIds
 from .replica_fetcher import ReplicaFetcherManager
@@ -48,7 +48,7 @@ def topic_id_hex(text: str | None) -> str:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).hex()
 
 
-class ClusterMember:
+class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
     def __init__(self, broker):
         self.broker = broker
         self.broker_id = broker.broker_id
@@ -57,25 +57,35 @@ class ClusterMember:
         self.store = MetadataStore(str(cfg.get("zookeeper.connect")),
                                    session_timeout_ms=int(cfg.get("zookeeper.session.timeout.ms")),
                                    connection_timeout_ms=int(conn_ms) if conn_ms else None)
-        self.controller = Controller(self.broker_id, self.store, cfg)
-        self.snapshot = ClusterSnapshot()
+        self.controller = Controller(self.broker_id, self.store, cfg,
+                                     listener=broker.listeners.inter_broker,
+                                     local=self.take_push)
+        self.snapshot = ClusterSnapshot()     # the metadata cache: what the controller told
+        self.configs: dict[str, dict[str, str]] = {}     # /config/topics, read by us
+        self.controller_epoch_seen = 0
+        self.broker_epoch = -1                # our registration's czxid
+        self.told_epoch = -1                  # the broker epoch of the controller's last word
+        self._restating = False
+        self._push_lock = asyncio.Lock()
+        self._pushed = asyncio.Event()
+        self.pushes_applied = 0
+        self._leader_endpoints: dict[int, tuple[str, int]] = {}    # LeaderAndIsr's live_leaders
         self.cluster_id = ""
         self._dirty = False
         self._refreshing: asyncio.Task | None = None
         self._registered = False
         self._closed = False
         self.producer_ids = ClusterProducerIds(self.store, self.broker_id)
-        self._refresh_lock = asyncio.Lock()
         self._auto_creating: set[str] = set()
         self.refreshes = 0
         self.fetchers = ReplicaFetcherManager(broker, self._endpoint)
         self._isr_task: asyncio.Task | None = None
         self._hw_task: asyncio.Task | None = None
         self._isr_writes: set[tuple[str, int]] = set()
-        self.isr_writes = 0               # ISR changes this broker wrote, for tests and logs
+        self.isr_writes = 0               # ISR changes this broker made, for tests and logs
+        self._controller_conn = None      # AlterPartition's connection to the controller
+        self._controller_conn_lock = asyncio.Lock()
         self._fence_timer: asyncio.TimerHandle | None = None
-        self._seen_topics: set[str] = set()      # topics of the previous view
-        self._strays_checked = False
         self._refusing = False
 
     # -- joining ---------------------------------------------------------------------------
@@ -131,6 +141,12 @@ class ClusterMember:
         self.store.on_change = self.request_refresh
         self.store.on_session = self._on_session
         await self.refresh_now()
+        # Serve once the controller has told us the cluster (it sees our registration and
+        # sends a full LeaderAndIsr and UpdateMetadata), so our first Metadata is current.
+        if not await self.wait_for_cache(lambda: self.broker_id in self.snapshot.brokers,
+                                         self.store.session_timeout):
+            log.warning("no UpdateMetadata from a controller within %.0fs; serving anyway",
+                        self.store.session_timeout)
         self._isr_task = asyncio.get_running_loop().create_task(self._isr_loop())
         self._hw_task = asyncio.get_running_loop().create_task(self._hw_checkpoint_loop())
 
@@ -141,19 +157,20 @@ class ClusterMember:
         info = z.BrokerInfo(self.broker_id, b.advertised_host, b.advertised_port,
                             b.config.get("broker.rack"), int(time.time() * 1000), endpoints)
         try:
-            await self.store.register_broker(info)
+            self.broker_epoch = await self.store.register_broker(info)
         except BrokerIdInUse as e:
             raise ClusterError(str(e)) from None
         self._registered = True
         log.info("registered broker %d at %s:%d in ZooKeeper", self.broker_id, info.host,
                  info.port)
 
+    async def controlled_shutdown(self) -> None:
+        """Before the server stops (controlled.shutdown.enable): hand our leaderships over."""
+        if self._registered and not self._closed and \
+                self.broker.config.get("controlled.shutdown.enable"):
+            await self._controlled_shutdown()
+
     async def close(self) -> None:
-        if self._registered and self.broker.config.get("controlled.shutdown.enable"):
-            try:
-                await self._controlled_shutdown()
-            except Exception:
-                log.exception("controlled shutdown failed; stopping anyway")
         self._closed = True
         if self.controller.active:
             self.controller.step_down("shutting down")
@@ -185,7 +202,11 @@ class ClusterMember:
         for attempt in range(1, attempts + 1):
             remaining = await self._ask_controller()
             if remaining is not None:
-                await self.refresh_now()      # our own view: no longer the leader
+                # the controller's LeaderAndIsr makes us a follower of what we handed over
+                keep = set(remaining)
+                await self.wait_for_cache(lambda: not any(
+                    p.is_leader and p.key not in keep
+                    for p in self.broker.replica_manager.partitions.values()), 5.0)
                 if not remaining:
                     log.info("controlled shutdown done: leaderships handed over")
                     return
@@ -204,7 +225,8 @@ class ClusterMember:
         ctrl = self.snapshot.controller_id
         if ctrl == self.broker_id and self.controller.active:
             try:
-                return await self.controller.controlled_shutdown(self.snapshot, self.broker_id)
+                return await self.controller.controlled_shutdown(self.controller.view,
+                                                                 self.broker_id)
             except KafkaError as e:
                 log.warning("controlled shutdown: %s", e)
                 return None
@@ -249,7 +271,7 @@ class ClusterMember:
             self.request_refresh()
 
     def _fence_self(self, why: str) -> None:
-        """Stop leading anything until ZooKeeper says otherwise: another broker may lead our
+        """Stop leading anything until the controller says otherwise: another broker may lead our
         partitions now, and a client must not be told, by our writes or our Metadata, that
         we still do (Kafka's ZooKeeper-mode brokers kept serving until they reconnected;
         their acks=all writes could not commit, but clients kept waiting on them)."""
@@ -279,6 +301,56 @@ class ClusterMember:
             server.refuse_clients("this broker lost its ZooKeeper session; ask another broker")
             self._refusing = True
 
+    def maybe_accept_clients(self) -> None:
+        """After stepping out: serve again once registered and told the cluster by the
+        controller under this registration (before, our cache may be stale)."""
+        if self._refusing and self._registered and self.store.connected \
+                and self.told_epoch == self.broker_epoch and not self._restating:
+            self._restating = True
+            asyncio.get_running_loop().create_task(self._serve_again())
+
+    async def _serve_again(self) -> None:
+        try:
+            # The session may have survived the cut (ZooKeeper itself was away): then the
+            # controller saw nothing to tell us, and our fenced partitions must be restated
+            # from their states, as a full LeaderAndIsr would (stale ones are ignored).
+            await self._restate_local_partitions()
+        except Exception as e:
+            log.warning("restating our partitions from ZooKeeper failed: %s; retrying", e)
+            self._restating = False
+            asyncio.get_running_loop().call_later(1.0, self.maybe_accept_clients)
+            return
+        self._restating = False
+        if not self._refusing:
+            return
+        self._refusing = False
+        if self.broker.server is not None:
+            self.broker.server.accept_clients()
+        log.info("back in the cluster: accepting clients again")
+
+    async def _restate_local_partitions(self) -> None:
+        parts = [p for p in self.broker.replica_manager.partitions.values() if not p.deleted
+                 and p.zk_state is not None]
+        states = [(p, await self.store.read_state(p.topic, p.index)) for p in parts]
+        async with self._push_lock:
+            for part, state in states:
+                if state is None:
+                    continue
+                info = self.broker.store.get(part.topic)
+                view = self.snapshot.topics.get(part.topic)
+                replicas = list(view.assignment.partitions.get(part.index, part.replicas)) \
+                    if view is not None else list(part.replicas)
+                if info is not None:
+                    self._lead_or_follow(info, {
+                        "partition_index": part.index, "leader": state.leader,
+                        "leader_epoch": state.leader_epoch, "isr": state.isr,
+                        "controller_epoch": state.controller_epoch,
+                        "partition_epoch": state.zk_version, "replicas": replicas}, True)
+                cached = view.states.get(part.index) if view is not None else None
+                if cached is not None and (cached.leader_epoch, cached.zk_version) <= \
+                        (state.leader_epoch, state.zk_version):
+                    view.states[part.index] = state
+
     def request_refresh(self) -> None:
         """Something watched changed: re-read (coalescing bursts of events into one read)."""
         self._dirty = True
@@ -292,11 +364,7 @@ class ClusterMember:
                 if not self._registered:
                     await self._register()      # a new session after LOST
                 await self.refresh_now()
-                if self._refusing and self.store.connected:
-                    self._refusing = False        # registered, current view: serve again
-                    if self.broker.server is not None:
-                        self.broker.server.accept_clients()
-                    log.info("back in the cluster: accepting clients again")
+                self.maybe_accept_clients()
             except asyncio.CancelledError:
                 raise
             except ClusterError as e:
@@ -311,95 +379,26 @@ class ClusterMember:
                 return
 
     async def refresh_now(self) -> ClusterSnapshot:
+        """Read what a broker reads itself (controller, configs); as the controller (or when
+        there is none) also the whole tree, and act on it."""
         # One read at a time: a slower, older read must never replace a newer view.
-        async with self._refresh_lock:
-            snap = await self.store.snapshot()
-            self.snapshot = snap
+        async with self.controller.lock:
+            view = await self.store.broker_view()
             self.refreshes += 1
-            self._apply(snap)
-            await self.controller.on_snapshot(snap)
-            return snap
+            self._apply_configs(view.configs)
+            ctrl = self.controller
+            if ctrl.active or view.controller_id in (-1, self.broker_id):
+                await ctrl.on_snapshot(await self.store.snapshot())
+            return self.snapshot
 
-    def _apply(self, snap: ClusterSnapshot) -> None:
-        """Open the partitions this broker replicates and mark which ones it leads."""
-        b, me = self.broker, self.broker_id
-        rm = b.replica_manager
-        self._drop_deleted(snap)
-        for name, view in snap.topics.items():
-            mine = [p for p, r in view.assignment.partitions.items() if me in r]
-            if not mine or view.deleting:
-                continue
-            t = b.store.get(name)
-            count = len(view.assignment.partitions)
-            if t is not None and t.partitions < count:
-                b.store.set_partitions(name, count)      # CreatePartitions on the controller
-            if t is not None and dict(t.configs) != dict(view.configs):
-                b.apply_topic_configs(name, dict(view.configs))    # AlterConfigs
-            if t is None:
-                t = TopicInfo(name, topic_id_hex(view.assignment.topic_id), count,
-                              dict(view.configs), int(time.time() * 1000))
-                b.store.topics[name] = t
-                b.store.save()
-            cfg = b.topic_config(t)
-            for p in mine:
-                part = rm.get(name, p)
-                if part is None:
-                    part = b._open_partition(name, p, cfg)
-                state = view.states.get(p)
-                replicas = list(view.assignment.partitions[p])
-                if state is None:
-                    part.replicas = replicas
-                    continue
-                self._apply_state(part, state, replicas)
-        for part in list(rm.partitions.values()):
-            view = snap.topics.get(part.topic)
-            if view is None:
-                # a topic ZooKeeper does not know (yet): nobody's leader here
-                part.is_leader = False
-            elif me not in view.assignment.partitions.get(part.index, ()):
-                if part.is_leader:
-                    part.is_leader = False
-                    rm.notify(part)
-                self.fetchers.unfollow(part.key)
-
-    def _drop_deleted(self, snap: ClusterSnapshot) -> None:
-        """Delete the local replicas of topics deleted in ZooKeeper (marked for deletion, or
-        gone since the previous view), and at the first view the stray replicas."""
-        current = {n for n, v in snap.topics.items() if not v.deleting}
-        if not self._strays_checked:
-            self._strays_checked = True
-            self._drop_strays(snap)
-        gone = {n for n in self._seen_topics if n not in current}
-        gone |= {n for n, v in snap.topics.items() if v.deleting}
-        self._seen_topics = current
-        for name in sorted(gone):
-            if name.startswith("__") or self.broker.store.get(name) is None:
-                continue
-            for part in self.broker.replica_manager.topic_partitions(name):
-                self.fetchers.unfollow(part.key)
-            self.broker.delete_local_topic(name)
-
-    def _drop_strays(self, snap: ClusterSnapshot) -> None:
-        """Replicas on disk of topics deleted while this broker was down: the topic is no
-        longer in ZooKeeper, or a topic of the same name was created since (another topic
-        id). Kafka deletes such stray replicas at start too; the cluster id check at join
-        (meta.properties against /cluster/id) ensures this is the cluster the data came
-        from. Internal topics are never deleted this way."""
-        for name, local in sorted(self.broker.store.topics.items()):
-            if name.startswith("__"):
-                continue
-            view = snap.topics.get(name)
-            zk_id = None if view is None or not view.assignment.topic_id else \
-                topic_id_hex(view.assignment.topic_id)
-            if view is not None and (zk_id is None or zk_id == local.topic_id):
-                continue
-            why = "is no longer in ZooKeeper" if view is None else \
-                f"was recreated (topic id {zk_id}, this replica's {local.topic_id})"
-            log.warning("deleting the stray replica(s) of topic %r on disk: the topic %s "
-                        "while this broker was down", name, why)
-            for part in self.broker.replica_manager.topic_partitions(name):
-                self.fetchers.unfollow(part.key)
-            self.broker.delete_local_topic(name)
+    def _apply_configs(self, configs: dict[str, dict[str, str]]) -> None:
+        """AlterConfigs reach every broker through /config/topics/<t>, which each watches."""
+        self.configs = configs
+        apply_configs(self.snapshot, configs)
+        b = self.broker
+        for name, t in list(b.store.topics.items()):
+            if name in configs and dict(t.configs) != configs[name]:
+                b.apply_topic_configs(name, dict(configs[name]))
 
     async def alter_topic_configs(self, name: str, configs: dict[str, str | None],
                                   validate_only: bool) -> None:
@@ -414,8 +413,8 @@ class ClusterMember:
         if validate_only:
             return
         await self.store.set_topic_config(name, clean)
-        snap = await self.refresh_now()
-        if dict(snap.topics[name].configs) != clean:
+        await self.refresh_now()
+        if self.configs.get(name) != clean:
             log.warning("topic %r: configs changed again meanwhile", name)
 
     async def add_partitions(self, topics: list[dict], validate_only: bool,
@@ -425,38 +424,30 @@ class ClusterMember:
         out, added = {}, {}
         for t in topics:
             try:
-                await self.controller.add_partitions(self.snapshot, t["name"], t["count"],
+                await self.controller.add_partitions(self.controller.view, t["name"], t["count"],
                                                      t["assignments"], validate_only)
                 out[t["name"]] = None
                 if not validate_only:
                     added[t["name"]] = t["count"]
             except KafkaError as e:
                 out[t["name"]] = e
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(0, timeout_ms) / 1000.0
-
         def shown(n, count):
             v = self.snapshot.topics.get(n)
             return v is not None and len(v.states) >= count
-        while not all(shown(n, c) for n, c in added.items()) and loop.time() < deadline:
-            await self.refresh_now()
+        await self._wait_told(lambda: all(shown(n, c) for n, c in added.items()), timeout_ms)
         return out
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> dict:
         """DeleteTopics on the controller: {name: error or None}, once our own view no longer
         has the topics (or the timeout passed)."""
-        out = await self.controller.delete_topics(self.snapshot, names)
+        out = await self.controller.delete_topics(self.controller.view, names)
         marked = [n for n, e in out.items() if e is None]
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(0, timeout_ms) / 1000.0
-        while any(n in self.snapshot.topics for n in marked) and loop.time() < deadline:
-            await asyncio.sleep(0.02)
-            if self._refreshing is None or self._refreshing.done():
-                self.request_refresh()
+        await self._wait_told(lambda: not any(n in self.snapshot.topics for n in marked),
+                              timeout_ms)
         return out
 
     def _apply_state(self, part, state: z.PartitionState, replicas: list[int]) -> None:
-        """Lead or follow as the partition's state in ZooKeeper says."""
+        """Lead or follow as the partition state the controller sent says."""
         rm = self.broker.replica_manager
         if state.leader == self.broker_id:
             was_leader = part.is_leader
@@ -478,10 +469,8 @@ class ClusterMember:
         changed = part.make_follower(state.leader, state.leader_epoch, state.isr, replicas,
                                      state.zk_version)
         part.zk_state = state
-        if was_leader and part.topic == GROUPS_TOPIC and self.broker.groups is not None:
-            self.broker.groups.stopped_leading(part.index)
-        elif was_leader and part.topic == TXN_TOPIC and self.broker.txn is not None:
-            self.broker.txn.stopped_leading(part.index)
+        if was_leader:
+            self._left_leadership(part)
         if was_leader:
             rm.notify(part)      # waiting fetches and produces answer (and now fail) at once
         if changed or self.fetchers.following(part.key) != state.leader:
@@ -489,21 +478,30 @@ class ClusterMember:
                      part.index, state.leader, state.leader_epoch, part.log.log_end_offset)
             self.fetchers.follow(part, state.leader, state.leader_epoch)
 
+    def _left_leadership(self, part) -> None:
+        if part.topic == GROUPS_TOPIC and self.broker.groups is not None:
+            self.broker.groups.stopped_leading(part.index)
+        elif part.topic == TXN_TOPIC and self.broker.txn is not None:
+            self.broker.txn.stopped_leading(part.index)
+
+    async def _wait_told(self, ready, timeout_ms: int) -> None:
+        """An admin change made as the controller: answer once our own cache shows it and
+        every live broker has been told (Kafka answers on its own cache alone; a client
+        asking another broker next would then still find the old state)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, timeout_ms) / 1000.0
+        if await self.wait_for_cache(ready, deadline - loop.time()):
+            await self.controller.told(deadline - loop.time())
+
     def _endpoint(self, broker_id: int) -> tuple[str, int] | None:
-        """Where another broker is reached by brokers (inter.broker.listener.name)."""
+        """Where another broker is reached by brokers (inter.broker.listener.name); before
+        UpdateMetadata names it, where LeaderAndIsr said the leader is."""
         info = self.snapshot.brokers.get(broker_id)
-        return None if info is None else info.endpoint(self.broker.listeners.inter_broker)
+        if info is None:
+            return self._leader_endpoints.get(broker_id)
+        return info.endpoint(self.broker.listeners.inter_broker)
 
-    # -- the ISR of the partitions this broker leads ---------------------------------------
-
-    async def _isr_loop(self) -> None:
-        lag_ms = int(self.broker.config.get("replica.lag.time.max.ms"))
-        while not self._closed:
-            await asyncio.sleep(max(0.05, lag_ms / 2000.0))
-            try:
-                self.check_isr()
-            except Exception:
-                log.exception("ISR check failed")
+    # -- high watermarks on disk ----------------------------------------------------------
 
     def save_high_watermarks(self) -> None:
         """replication-offset-checkpoint: the high watermark of every replicated partition."""
@@ -525,48 +523,6 @@ class ClusterMember:
                 await loop.run_in_executor(None, hw_checkpoint.write, self.broker.data_dir, hws)
             except Exception:
                 log.exception("saving the high watermarks failed")
-
-    def check_isr(self, only=None) -> None:
-        """Start an ISR write for every led partition (or only `only`) whose ISR should
-        change."""
-        if not self._registered or not self.store.connected:
-            return               # a leader cut off from ZooKeeper changes nothing
-        lag_ms = int(self.broker.config.get("replica.lag.time.max.ms"))
-        now_ms = int(time.time() * 1000)
-        parts = [only] if only is not None else self.broker.replica_manager.partitions.values()
-        for part in parts:
-            if not part.is_leader or part.key in self._isr_writes or part.zk_state is None:
-                continue
-            new = part.isr_change(now_ms, lag_ms)
-            if new is not None:
-                self._isr_writes.add(part.key)
-                asyncio.get_running_loop().create_task(self._write_isr(part, new))
-
-    async def _write_isr(self, part, isr: list[int]) -> None:
-        old = part.zk_state
-        state = z.PartitionState(self.broker_id, old.leader_epoch, isr, old.controller_epoch,
-                                 old.zk_version)
-        part.pending_isr = isr
-        try:
-            version = await self.store.update_isr(part.topic, part.index, state)
-        except Exception as e:
-            part.pending_isr = None
-            log.info("%s-%d: ISR change to %s not written (%s); re-reading the state",
-                     part.topic, part.index, isr, e)
-            self.request_refresh()
-            return
-        finally:
-            self._isr_writes.discard(part.key)
-        part.pending_isr = None
-        if part.is_leader and part.leader_epoch == old.leader_epoch:
-            log.info("%s-%d: ISR %s -> %s", part.topic, part.index, old.isr, isr)
-            state.zk_version = version
-            part.zk_state = state
-            part.isr = list(isr)
-            part.state_zk_version = version
-            self.isr_writes += 1
-            part.maybe_advance_high_watermark()
-            self.broker.replica_manager.notify(part)
 
     # -- what handlers ask -----------------------------------------------------------------
 
@@ -651,12 +607,12 @@ class ClusterMember:
         if view is None or view.deleting:
             return None
         return TopicInfo(name, topic_id_hex(view.assignment.topic_id),
-                         len(view.assignment.partitions), dict(view.configs))
+                         len(view.assignment.partitions), dict(self.configs.get(name, {})))
 
     async def create_topics(self, topics: list[dict], validate_only: bool,
                             timeout_ms: int) -> dict[str, KafkaError | None]:
         """CreateTopics on the controller; returns {name: error or None}."""
-        snap = self.snapshot
+        snap = self.controller.view
         out: dict[str, KafkaError | None] = {}
         created = []
         for t in topics:
@@ -679,7 +635,5 @@ class ClusterMember:
     async def _wait_for_topics(self, names: list[str], timeout_ms: int) -> None:
         """Until our own view shows the new topics, so the Metadata that clients send next
         (often to this broker) already knows them."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(0, timeout_ms) / 1000.0
-        while not all(n in self.snapshot.topics for n in names) and loop.time() < deadline:
-            await self.refresh_now()
+        await self._wait_told(lambda: all(n in self.snapshot.topics for n in names),
+                              timeout_ms)

@@ -1,4 +1,4 @@
-"""Metadata and DescribeCluster answered from the broker's view of ZooKeeper.
+"""Metadata and DescribeCluster answered from the broker's metadata cache (UpdateMetadata).
 
 Live brokers are the registered ones; a partition whose leader is not live (or is -1) answers
 LEADER_NOT_AVAILABLE with leader -1, which clients retry after refreshing; replicas that are

@@ -66,6 +66,17 @@ class ClusterSnapshot:
     controller_id: int = -1
     controller_epoch: int = 0
     topics: dict[str, z.TopicView] = field(default_factory=dict)
+    # each live broker's epoch: the czxid of its /brokers/ids/<id> (KIP-380), new with
+    # every registration, so a broker that came back under a new session is told again
+    broker_epochs: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class BrokerView:
+    """What a broker reads from ZooKeeper itself."""
+    controller_id: int = -1
+    controller_epoch: int = 0
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class MetadataStore:
@@ -160,11 +171,13 @@ class MetadataStore:
             data, _ = await self._wait(self.client.get_async(z.CLUSTER_ID))
             return z.decode_cluster_id(data)
 
-    async def register_broker(self, info: z.BrokerInfo) -> None:
+    async def register_broker(self, info: z.BrokerInfo) -> int:
+        """Create the ephemeral /brokers/ids/<id>; returns the broker epoch (its czxid)."""
         path = z.broker_path(info.broker_id)
         try:
             await self._wait(self.client.create_async(path, info.encode(), ephemeral=True))
-            return
+            _, stat = await self._wait(self.client.get_async(path))
+            return stat.czxid
         except NodeExistsError:
             pass
         # Our own node from a previous connection of this same session is fine; another
@@ -175,7 +188,7 @@ class MetadataStore:
             return await self.register_broker(info)
         if stat.ephemeralOwner == self.session_id:
             await self._wait(self.client.set_async(path, info.encode()))
-            return
+            return stat.czxid
         raise BrokerIdInUse(
             f"broker.id {info.broker_id} is already registered in ZooKeeper at {path} by "
             f"another session (a running broker, or one that died less than "
@@ -237,9 +250,10 @@ class MetadataStore:
         epoch_read = self._wait(c.get_async(z.CONTROLLER_EPOCH))
         ctrl_read = self._wait(c.get_async(z.CONTROLLER, watch=w)) if ctrl else None
         for bid, fut in broker_reads.items():
-            data, _ = await _or_none(fut)
+            data, stat = await _or_none(fut)
             if data:
                 snap.brokers[bid] = z.BrokerInfo.decode(bid, data)
+                snap.broker_epochs[bid] = stat.czxid
         if ctrl_read is not None:
             data, _ = await _or_none(ctrl_read)
             snap.controller_id = z.decode_controller(data) if data else -1
@@ -270,6 +284,34 @@ class MetadataStore:
             if await self._wait(c.exists_async(path, watch=w)) is not None:
                 self.loop.call_soon(self.on_change)
         return snap
+
+    async def broker_view(self) -> BrokerView:
+        """What every broker reads itself (the rest it is told by the controller): who the
+        controller is, and the topics' configs, watched (Kafka's brokers watch /controller
+        to run for it and follow config changes themselves)."""
+        c, w = self.client, self._watch
+        ctrl = await self._wait(c.exists_async(z.CONTROLLER, watch=w))
+        ctrl_read = self._wait(c.get_async(z.CONTROLLER, watch=w)) if ctrl else None
+        epoch_read = self._wait(c.get_async(z.CONTROLLER_EPOCH))
+        names = await self._wait(c.get_children_async(z.CONFIG_TOPICS, watch=w))
+        reads = {t: self._wait(c.get_async(z.topic_config_path(t), watch=w)) for t in names}
+        view = BrokerView()
+        if ctrl_read is not None:
+            data, _ = await _or_none(ctrl_read)
+            view.controller_id = z.decode_controller(data) if data else -1
+        data, _ = await _or_none(epoch_read)
+        view.controller_epoch = z.decode_epoch(data) if data else 0
+        for name, fut in reads.items():
+            data, _ = await _or_none(fut)
+            if data is not None:
+                view.configs[name] = z.decode_topic_config(data)
+        return view
+
+    async def topic_config(self, name: str) -> dict[str, str]:
+        """One topic's configs, watched (a broker about to open a topic it was just given)."""
+        data, _ = await _or_none(self._wait(self.client.get_async(
+            z.topic_config_path(name), watch=self._watch)))
+        return z.decode_topic_config(data)
 
     async def create_assignment(self, name: str, assignment: z.TopicAssignment,
                                 configs: dict[str, str]) -> bool:
@@ -390,17 +432,11 @@ class MetadataStore:
 
     # -- a leader's ISR changes (fenced by the state's zkVersion) ---------------------------
 
-    async def update_isr(self, topic: str, partition: int, state: z.PartitionState) -> int:
-        """A partition leader's ISR change, conditioned on the state's zkVersion it was
-        computed from (state.zk_version): Kafka's ZooKeeper-mode leaders wrote the ISR
-        themselves this way, racing the controller only through that version. Returns the
-        new zkVersion; Conflict when the state moved on (a new leader, epoch or ISR)."""
-        try:
-            stat = await self._wait(self.client.set_async(
-                z.state_path(topic, partition), state.encode(), version=state.zk_version))
-        except BadVersionError:
-            raise Conflict(f"the state of {topic}-{partition} changed meanwhile") from None
-        return stat.version
+    async def read_state(self, topic: str, partition: int) -> z.PartitionState | None:
+        """One partition's state (a broker restating its own partitions after a cut)."""
+        data, stat = await _or_none(self._wait(self.client.get_async(
+            z.state_path(topic, partition))))
+        return None if data is None else z.PartitionState.decode(data, stat.version)
 
     # -- producer ids ----------------------------------------------------------------------
 

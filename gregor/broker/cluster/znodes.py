@@ -109,11 +109,14 @@ class BrokerInfo:
                    int(doc.get("timestamp") or 0), endpoints)
 
 
-def _split_endpoint(entry: str) -> tuple[str, str, int]:
+def split_endpoint(entry: str) -> tuple[str, str, int]:
     """'NAME://host:port' -> (NAME, host, port)."""
     name, _, hostport = entry.partition("://")
     host, _, port = hostport.rpartition(":")
     return name.upper(), host.strip("[]"), int(port)
+
+
+_split_endpoint = split_endpoint
 
 
 # -- /controller, /controller_epoch ------------------------------------------------------

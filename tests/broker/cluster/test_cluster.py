@@ -17,17 +17,8 @@ pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper_server, tmp_path_factory):
-    chroot = f"{zookeeper_server.hosts}/m-{uuid.uuid4().hex[:12]}"
-    # Nothing is killed here: a longer session keeps a loaded machine from expiring one.
-    c = BrokerCluster(tmp_path_factory.mktemp("cluster"), chroot, size=3, session_ms=6000)
-    c.start()
-    c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
-               what="3 registered brokers and a controller")
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(three_brokers):
+    return three_brokers
 
 
 def metadata(port: int, topics=None, version: int = 8, create: bool = False) -> dict:
@@ -35,6 +26,15 @@ def metadata(port: int, topics=None, version: int = 8, create: bool = False) -> 
         return w.request("Metadata", version, {
             "topics": None if topics is None else [{"name": t} for t in topics],
             "allow_auto_topic_creation": create})
+
+
+def metadata_or_none(port: int) -> dict | None:
+    """Metadata, or None from a broker that closes the connection (one refusing requests)."""
+    from tests.support.wire import ConnectionClosed
+    try:
+        return metadata(port)
+    except (ConnectionClosed, OSError):
+        return None
 
 
 def create_topic_confluent(bootstrap: str, name: str, partitions: int, rf: int) -> None:
@@ -359,8 +359,10 @@ def test_paused_controller_is_replaced_then_steps_down_and_rejoins(zk_connect, t
         c.wait_for(lambda: "stops acting as controller" in paused.output(),
                    what="the old controller stepping down")
         assert c.controller_id() != old and c.controller_epoch() == epoch + 1
-        c.wait_for(lambda: (lambda m: len(m["brokers"]) == 3 and m["controller_id"] ==
-                            c.controller_id())(metadata(paused.port)),
+        # it refuses requests (closes the connection) until the new controller has told it
+        # the cluster under its new registration, then answers with that view
+        c.wait_for(lambda: (lambda m: m is not None and len(m["brokers"]) == 3 and
+                            m["controller_id"] == c.controller_id())(metadata_or_none(paused.port)),
                    what="the paused broker's view refreshed")
 
 
