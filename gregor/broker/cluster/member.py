@@ -186,6 +186,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         except OSError as e:
             log.warning("could not save the high watermarks: %s", e)
         await self.fetchers.close()
+        if self._controller_conn is not None:
+            self._controller_conn.close()
         await self.store.close()      # ends the session: our ephemeral nodes go at once
 
     async def _controlled_shutdown(self) -> None:
