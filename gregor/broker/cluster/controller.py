@@ -31,7 +31,7 @@ from .assignment import AssignmentError, assign_replicas, elect_after_change, in
 from .controller_channel import ControllerChannel
 from .metadata_store import (AlreadyExists, ClusterSnapshot, Conflict, ControllerMoved,
                              MetadataStore)
-from .propagation import PushPlanner, uuid_bytes
+from .propagation import PushPlanner
 
 log = logging.getLogger("gregor.broker.cluster.controller")
 
@@ -198,7 +198,7 @@ class Controller:
                     epoch != -1 and epoch != snap.broker_epochs.get(requester)):
                 return {"throttle_time_ms": 0, "error_code": ErrorCode.STALE_BROKER_EPOCH,
                         "topics": []}
-            ids = {uuid_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()}
+            ids = {z.topic_id_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()}
             out, writes = [], []
             for t in body["topics"]:
                 name = t.get("topic_name") if version < 2 else ids.get(t.get("topic_id"))

@@ -66,10 +66,16 @@ class _BrokerQueue:
         return self._answered(push, body)
 
     def _answered(self, push: Push, body: dict) -> bool:
-        self.channel.sent += 1
+        """False to send it again: STALE_CONTROLLER_EPOCH while we still act as controller
+        means the broker has not read our election from ZooKeeper yet (if a newer
+        controller exists, our own watch makes us step down, which ends this queue)."""
         code = body.get("error_code", 0)
+        if code == ErrorCode.STALE_CONTROLLER_EPOCH:
+            log.info("%s refused by broker %d as from a stale controller; asking again",
+                     push.api, self.broker_id)
+            return False
+        self.channel.sent += 1
         if code:
-            # STALE_CONTROLLER_EPOCH: a newer controller exists (we learn it from ZooKeeper);
             # STALE_BROKER_EPOCH: the broker came back under a new session and is told anew.
             log.warning("%s refused by broker %d: %s", push.api, self.broker_id,
                         ErrorCode(code).name)

@@ -3,7 +3,9 @@ replicas lead or follow, UpdateMetadata replaces its metadata cache, StopReplica
 deletes) replicas.
 
 Fencing, as Kafka's brokers do it: a request from an older controller epoch than one already
-seen is refused (STALE_CONTROLLER_EPOCH), as is one meant for an earlier registration of this
+seen is refused (STALE_CONTROLLER_EPOCH), and so, here, is one whose controller and epoch are
+not what ZooKeeper says (Kafka's brokers take the epoch on trust), as is one meant for an
+earlier registration of this
 broker (STALE_BROKER_EPOCH: it would describe a cluster from before this broker came back).
 Per partition, a LeaderAndIsr with an older leader epoch is refused (FENCED_LEADER_EPOCH) and
 one that is not newer than what the replica acts on is ignored (STALE_CONTROLLER_EPOCH), except
@@ -25,7 +27,7 @@ from ...protocol.errors import ErrorCode
 from ..topics import TopicInfo
 from . import znodes as z
 from .metadata_cache import apply_update_metadata
-from .propagation import FULL, uuid_text
+from .propagation import FULL
 
 log = logging.getLogger("gregor.broker.cluster")
 
@@ -43,8 +45,24 @@ class ControllerRequestsMixin:
             return {"error_code": code, "partition_errors": errors}
         return {"error_code": await self.on_update_metadata(push.body)}
 
-    def _stale(self, body: dict) -> int:
-        if body["controller_epoch"] < self.controller_epoch_seen:
+    async def _check_sender(self, body: dict) -> int:
+        """NONE if the request comes from the controller ZooKeeper names, at its epoch, for
+        this registration of ours. The controller and epoch are checked against ZooKeeper
+        (read again when the request names a newer epoch than we last read: its election's
+        watch may not have fired here yet), so a request with a made-up epoch cannot make
+        this broker refuse the real controller from then on."""
+        ctrl, epoch_in = body["controller_id"], body["controller_epoch"]
+        if epoch_in > self.zk_controller[1]:
+            try:
+                await self.refresh_now()
+            except Exception as e:
+                log.info("cannot read the controller from ZooKeeper (%s); refusing for now", e)
+                return ErrorCode.STALE_CONTROLLER_EPOCH        # the controller asks again
+        if epoch_in < self.controller_epoch_seen or (ctrl, epoch_in) != self.zk_controller:
+            if epoch_in >= self.zk_controller[1]:
+                log.warning("refusing a request from broker %d at controller epoch %d: "
+                            "ZooKeeper names broker %d at epoch %d", ctrl, epoch_in,
+                            *self.zk_controller)
             return ErrorCode.STALE_CONTROLLER_EPOCH
         epoch = body.get("broker_epoch", -1)
         if epoch != -1 and epoch < self.broker_epoch:
@@ -79,7 +97,7 @@ class ControllerRequestsMixin:
 
     async def on_update_metadata(self, body: dict) -> int:
         async with self._push_lock:
-            code = self._stale(body)
+            code = await self._check_sender(body)
             if code:
                 return code
             touched = apply_update_metadata(self.snapshot, body, self.configs)
@@ -101,7 +119,7 @@ class ControllerRequestsMixin:
 
     async def on_stop_replica(self, body: dict) -> tuple[int, list]:
         async with self._push_lock:
-            code = self._stale(body)
+            code = await self._check_sender(body)
             if code:
                 return code, []
             errors = []
@@ -118,7 +136,7 @@ class ControllerRequestsMixin:
                         and not name.startswith("__"):
                     log.info("deleting the replicas of topic %r (StopReplica from controller "
                              "%d)", name, body["controller_id"])
-                    self.broker.delete_local_topic(name)
+                    self._delete_replicas(name)
                 errors += [{"topic_name": name, "partition_index": p,
                             "error_code": ErrorCode.NONE} for p in listed]
             self._told()
@@ -136,7 +154,7 @@ class ControllerRequestsMixin:
 
     async def on_leader_and_isr(self, body: dict) -> tuple[int, list]:
         async with self._push_lock:
-            code = self._stale(body)
+            code = await self._check_sender(body)
             if code:
                 return code, []
             for ll in body["live_leaders"]:
@@ -146,7 +164,7 @@ class ControllerRequestsMixin:
                 self._drop_strays(body["topic_states"])
             out = []
             for t in body["topic_states"]:
-                name, topic_id = t["topic_name"], uuid_text(t.get("topic_id"))
+                name, topic_id = t["topic_name"], z.topic_id_text(t.get("topic_id"))
                 info = await self._local_topic(name, topic_id, t["partition_states"])
                 codes = []
                 for ps in t["partition_states"]:
@@ -160,17 +178,14 @@ class ControllerRequestsMixin:
     async def _local_topic(self, name: str, topic_id: str | None, states: list) -> TopicInfo:
         """The topic as stored here, created (with its configs read from ZooKeeper) when
         this broker holds none of it yet; a local topic with another id is a deleted one's."""
-        from .member import topic_id_hex
         b = self.broker
         t = b.store.get(name)
-        if t is not None and topic_id and t.topic_id != topic_id_hex(topic_id) \
+        if t is not None and topic_id and t.topic_id != z.topic_id_hex(topic_id) \
                 and not name.startswith("__"):
             log.warning("topic %r was deleted and created again (topic id %s, this broker's "
                         "replicas are of %s): deleting the old replicas", name,
-                        topic_id_hex(topic_id), t.topic_id)
-            for part in b.replica_manager.topic_partitions(name):
-                self.fetchers.unfollow(part.key)
-            b.delete_local_topic(name)
+                        z.topic_id_hex(topic_id), t.topic_id)
+            self._delete_replicas(name)
             t = None
         count = max(ps["partition_index"] for ps in states) + 1 if states else 1
         view = self.snapshot.topics.get(name)
@@ -179,7 +194,7 @@ class ControllerRequestsMixin:
         if t is None:
             if name not in self.configs:
                 self.configs[name] = await self.store.topic_config(name)
-            t = TopicInfo(name, topic_id_hex(topic_id), count, dict(self.configs[name]),
+            t = TopicInfo(name, z.topic_id_hex(topic_id), count, dict(self.configs[name]),
                           int(time.time() * 1000))
             b.store.topics[name] = t
             b.store.save()
@@ -212,21 +227,24 @@ class ControllerRequestsMixin:
         again) are deleted. The cluster id check at join (meta.properties against
         /cluster/id) ensures this is the cluster the data came from. Internal topics are
         never deleted this way."""
-        from .member import topic_id_hex
-        given = {t["topic_name"]: uuid_text(t.get("topic_id")) for t in topic_states}
+        given = {t["topic_name"]: z.topic_id_text(t.get("topic_id")) for t in topic_states}
         for name, local in sorted(self.broker.store.topics.items()):
             if name.startswith("__"):
                 continue
             if name in given:
                 zk_id = given[name]
-                if zk_id is None or topic_id_hex(zk_id) == local.topic_id:
+                if zk_id is None or z.topic_id_hex(zk_id) == local.topic_id:
                     continue
-                why = f"was recreated (topic id {topic_id_hex(zk_id)}, this replica's " \
+                why = f"was recreated (topic id {z.topic_id_hex(zk_id)}, this replica's " \
                       f"{local.topic_id})"
             else:
                 why = "is no longer in the cluster (or not on this broker)"
             log.warning("deleting the stray replica(s) of topic %r on disk: the topic %s "
                         "while this broker was down", name, why)
-            for part in self.broker.replica_manager.topic_partitions(name):
-                self.fetchers.unfollow(part.key)
-            self.broker.delete_local_topic(name)
+            self._delete_replicas(name)
+
+    def _delete_replicas(self, name: str) -> None:
+        """Every local replica of a topic, fetchers stopped and data deleted."""
+        for part in self.broker.replica_manager.topic_partitions(name):
+            self.fetchers.unfollow(part.key)
+        self.broker.delete_local_topic(name)

@@ -16,7 +16,6 @@ A leader maintains its partitions' ISR through the controller (isr_changes.py).
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 
@@ -41,13 +40,6 @@ class ClusterError(RuntimeError):
     """The broker cannot join (refused id, foreign data directory, ZooKeeper unreachable)."""
 
 
-def topic_id_hex(text: str | None) -> str:
-    """Kafka's textual topic id (url-safe base64) as the 32 hex characters TopicInfo keeps."""
-    if not text:
-        return "0" * 32
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).hex()
-
-
 class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
     def __init__(self, broker):
         self.broker = broker
@@ -63,6 +55,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         self.snapshot = ClusterSnapshot()     # the metadata cache: what the controller told
         self.configs: dict[str, dict[str, str]] = {}     # /config/topics, read by us
         self.controller_epoch_seen = 0
+        self.zk_controller = (-1, 0)          # (controller id, epoch) at our last read
         self.broker_epoch = -1                # our registration's czxid
         self.told_epoch = -1                  # the broker epoch of the controller's last word
         self._restating = False
@@ -387,6 +380,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         async with self.controller.lock:
             view = await self.store.broker_view()
             self.refreshes += 1
+            self.zk_controller = (view.controller_id, view.controller_epoch)
             self._apply_configs(view.configs)
             ctrl = self.controller
             if ctrl.active or view.controller_id in (-1, self.broker_id):
@@ -608,7 +602,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         view = self.snapshot.topics.get(name)
         if view is None or view.deleting:
             return None
-        return TopicInfo(name, topic_id_hex(view.assignment.topic_id),
+        return TopicInfo(name, z.topic_id_hex(view.assignment.topic_id),
                          len(view.assignment.partitions), dict(self.configs.get(name, {})))
 
     async def create_topics(self, topics: list[dict], validate_only: bool,

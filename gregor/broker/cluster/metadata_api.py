@@ -9,20 +9,13 @@ partition states, and the topic answers LEADER_NOT_AVAILABLE until they are ther
 """
 from __future__ import annotations
 
-import base64
-
 from ...protocol.errors import ErrorCode
 from ..apis.metadata import requested_names, unknown_topic_id
 from ..topics import topic_name_error
+from .znodes import topic_id_bytes
 
 NO_AUTHORIZED_OPS = -2147483648
 INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-def _uuid_bytes(text: str | None) -> bytes:
-    if not text:
-        return bytes(16)
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def brokers(snap, listener: str | None) -> list[dict]:
@@ -45,7 +38,7 @@ def metadata(member, version: int, request: dict, listener: str | None = None) -
         names = sorted(n for n, v in snap.topics.items() if not v.deleting)
     else:
         names = requested_names(requested, lambda: {
-            _uuid_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()
+            topic_id_bytes(v.assignment.topic_id): n for n, v in snap.topics.items()
             if not v.deleting and v.assignment.topic_id})
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     return {"throttle_time_ms": 0, "brokers": brokers(snap, listener),
@@ -67,7 +60,7 @@ def _topic(member, snap, name, allow_create: bool) -> dict:
         else:
             entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return entry
-    entry["topic_id"] = _uuid_bytes(view.assignment.topic_id)
+    entry["topic_id"] = topic_id_bytes(view.assignment.topic_id)
     live = snap.brokers
     for p, replicas in sorted(view.assignment.partitions.items()):
         state = view.states.get(p)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import znodes as z
 from .metadata_store import ClusterSnapshot
-from .propagation import LEADER_DURING_DELETE, broker_info, uuid_text
+from .propagation import LEADER_DURING_DELETE, broker_info
 
 
 def apply_update_metadata(cache: ClusterSnapshot, body: dict,
@@ -21,7 +21,7 @@ def apply_update_metadata(cache: ClusterSnapshot, body: dict,
     cache.brokers = {b["id"]: broker_info(b) for b in body["live_brokers"]}
     touched = set()
     for t in body["topic_states"]:
-        name, topic_id = t["topic_name"], uuid_text(t.get("topic_id"))
+        name, topic_id = t["topic_name"], z.topic_id_text(t.get("topic_id"))
         touched.add(name)
         view = cache.topics.get(name)
         if view is not None and topic_id and view.assignment.topic_id \

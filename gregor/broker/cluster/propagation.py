@@ -22,7 +22,6 @@ in the full requests it gets when it returns.
 """
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 
 from . import znodes as z
@@ -52,19 +51,6 @@ class _Told:
     zk_version: int
     replicas: tuple[int, ...]
     topic_id: str | None
-
-
-def uuid_bytes(text: str | None) -> bytes:
-    """Kafka's textual topic id (url-safe base64) as the 16 bytes of the wire's uuid."""
-    if not text:
-        return bytes(16)
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def uuid_text(raw: bytes | None) -> str | None:
-    if not raw or raw == bytes(16):
-        return None
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 class PushPlanner:
@@ -143,7 +129,7 @@ class PushPlanner:
         for name, p in parts:
             t = current[(name, p)]
             entry = topics.setdefault(name, {"topic_name": name,
-                                             "topic_id": uuid_bytes(t.topic_id),
+                                             "topic_id": z.topic_id_bytes(t.topic_id),
                                              "partition_states": []})
             entry["partition_states"].append({
                 "partition_index": p, "controller_epoch": self.controller_epoch,
@@ -167,7 +153,7 @@ class PushPlanner:
 
         def entry(name, topic_id):
             return topics.setdefault(name, {"topic_name": name,
-                                            "topic_id": uuid_bytes(topic_id),
+                                            "topic_id": z.topic_id_bytes(topic_id),
                                             "partition_states": []})
         for name, p in parts:
             t = current[(name, p)]

@@ -6,6 +6,7 @@ operators reading the tree see what they expect.
 """
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 
@@ -145,6 +146,25 @@ def decode_epoch(data: bytes) -> int:
 
 
 # -- /brokers/topics/<t> -----------------------------------------------------------------
+
+def topic_id_bytes(text: str | None) -> bytes:
+    """Kafka's textual topic id (url-safe base64, no padding) as the wire's 16-byte uuid."""
+    if not text:
+        return bytes(16)
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def topic_id_text(raw: bytes | None) -> str | None:
+    """The wire's uuid as Kafka's textual topic id; None for the zero uuid."""
+    if not raw or raw == bytes(16):
+        return None
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def topic_id_hex(text: str | None) -> str:
+    """Kafka's textual topic id as the 32 hex characters a broker's TopicInfo keeps."""
+    return topic_id_bytes(text).hex()
+
 
 @dataclass
 class TopicAssignment:

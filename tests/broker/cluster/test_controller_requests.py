@@ -83,12 +83,26 @@ def test_requests_from_a_stale_controller_or_for_an_old_registration_change_noth
             "controller_epoch": epoch - 1, "broker_epoch": czxid, "topic_states": [],
             "live_brokers": []})
         assert r["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
+        # a made-up epoch, or another broker at the current one: not what ZooKeeper names
+        r = w.request("LeaderAndIsr", 7, leader_and_isr(
+            controller_epoch=epoch + 100, broker_epoch=czxid, **grab))
+        assert r["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
+        grab["ctrl"] = target.broker_id
+        r = w.request("LeaderAndIsr", 7, leader_and_isr(
+            controller_epoch=epoch, broker_epoch=czxid, **grab))
+        assert r["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
     assert leaders(target.port, topic) == before
     md = metadata(target.port, topic)
     assert len(md["brokers"]) == 3 and md["controller_id"] == ctrl
-    # the partition still serves from its real leader
+    # the partition still serves from its real leader, and the real controller is still
+    # heard: a topic created now reaches the target's Metadata
     real = c.by_id(before[0][0])
     assert leaders(real.port, topic)[0] == before[0]
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic("after-forgery", 1, 3)], operation_timeout=20)[
+        "after-forgery"].result(60)
+    assert leaders(target.port, "after-forgery")[0][0] >= 0
 
 
 def test_older_leader_epochs_are_fenced_and_equal_ones_ignored(cluster, topic):

@@ -7,7 +7,7 @@ import copy
 from gregor.broker.cluster import znodes as z
 from gregor.broker.cluster.metadata_cache import apply_update_metadata
 from gregor.broker.cluster.metadata_store import ClusterSnapshot
-from gregor.broker.cluster.propagation import FULL, INCREMENTAL, PushPlanner, uuid_text
+from gregor.broker.cluster.propagation import FULL, INCREMENTAL, PushPlanner
 from gregor.protocol import messages
 from gregor.protocol.header import decode_request, encode_request
 
@@ -190,4 +190,5 @@ def test_a_topic_created_again_replaces_the_cached_one():
     body = PushPlanner(0, 4).plan(again)[1].body
     apply_update_metadata(cache, body, {})
     assert cache.topics["t"].assignment.partitions == {0: [1]}
-    assert uuid_text(bytes(16)) is None
+    assert z.topic_id_text(bytes(16)) is None
+    assert z.topic_id_text(z.topic_id_bytes(TOPIC_ID)) == TOPIC_ID
