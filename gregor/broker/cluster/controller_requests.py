@@ -24,7 +24,8 @@ import logging
 import time
 
 from ...protocol.errors import ErrorCode
-from ..topics import TopicInfo
+from ..topics import TopicInfo, topic_name_error
+from .controller import MAX_PARTITIONS_PER_TOPIC
 from . import znodes as z
 from .metadata_cache import apply_update_metadata
 from .propagation import FULL
@@ -165,6 +166,19 @@ class ControllerRequestsMixin:
             out = []
             for t in body["topic_states"]:
                 name, topic_id = t["topic_name"], z.topic_id_text(t.get("topic_id"))
+                if topic_name_error(name) or any(
+                        not 0 <= ps["partition_index"] < MAX_PARTITIONS_PER_TOPIC
+                        for ps in t["partition_states"]):
+                    # never from a real controller; a name or index that would put files
+                    # outside this topic's directories is refused, nothing opened
+                    log.warning("LeaderAndIsr names topic %r with partitions %s: refused",
+                                name, [ps["partition_index"] for ps in t["partition_states"]])
+                    out.append({"topic_id": t.get("topic_id") or bytes(16),
+                                "partition_errors": [
+                                    {"partition_index": ps["partition_index"],
+                                     "error_code": ErrorCode.INVALID_REQUEST}
+                                    for ps in t["partition_states"]]})
+                    continue
                 info = await self._local_topic(name, topic_id, t["partition_states"])
                 codes = []
                 for ps in t["partition_states"]:

@@ -120,6 +120,13 @@ def test_older_leader_epochs_are_fenced_and_equal_ones_ignored(cluster, topic):
         same = w.request("LeaderAndIsr", 7, leader_and_isr(
             ctrl, epoch, -1, topic, topic_id, 1, target.broker_id, leader_epoch, zk_version))
     code = lambda r: r["topics"][0]["partition_errors"][0]["error_code"]  # noqa: E731
+    with WireClient(target.port) as w:
+        outside = w.request("LeaderAndIsr", 7, leader_and_isr(
+            ctrl, epoch, -1, "../escape", topic_id, 0, target.broker_id, 0, 0))
+        negative = w.request("LeaderAndIsr", 7, leader_and_isr(
+            ctrl, epoch, -1, topic, topic_id, -1, target.broker_id, 99, 99))
+    assert code(outside) == code(negative) == ErrorCode.INVALID_REQUEST
+    assert not (target.data_dir.parent / "escape-0").exists()
     assert older["error_code"] == 0 and code(older) == ErrorCode.FENCED_LEADER_EPOCH
     assert same["error_code"] == 0 and code(same) == ErrorCode.STALE_CONTROLLER_EPOCH
     assert leaders(target.port, topic) == before
