@@ -36,6 +36,7 @@ except ImportError:                   # not POSIX: growth counts only the bytes 
 from ..protocol.header import decode_request, encode_response, peek_request_header
 from ..protocol.primitives import DecodeError
 from .receive_buffer import ReceiveBuffer
+from .security.principal import ANONYMOUS, BROKER_SELF
 from .response_frames import encode_response_parts
 
 log = logging.getLogger("gregor.broker.server")
@@ -81,6 +82,17 @@ class RequestContext:
         """The listener the request came in on (None for in-process calls)."""
         return self.connection.listener if self.connection is not None else None
 
+    @property
+    def principal(self):
+        """Who sent it (a KafkaPrincipal): User:ANONYMOUS until the connection authenticates;
+        BROKER_SELF for requests the broker makes to itself without the network."""
+        return self.connection.principal if self.connection is not None else BROKER_SELF
+
+    @property
+    def client_host(self) -> str:
+        """The client's IP address as text (what ACL host patterns match), "" in-process."""
+        return self.connection.client_host if self.connection is not None else ""
+
 
 class Handler:
     """One API key's handler: versions we serve and the function that serves them."""
@@ -111,6 +123,8 @@ class Connection(asyncio.BufferedProtocol):
         self.listener = listener             # name of the listener it came in on
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        self.client_host = ""
+        self.principal = ANONYMOUS           # replaced when the connection authenticates
         self.rx = ReceiveBuffer()
         self._fd = -1
         self._reserved = 0                   # budget held by the large frame under way
@@ -129,6 +143,7 @@ class Connection(asyncio.BufferedProtocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.client_host = str(peer[0]) if isinstance(peer, tuple) else ""
         srv = self.server
         if srv.stopping:
             transport.abort()
