@@ -30,6 +30,7 @@ from .metrics import BrokerMetrics
 from .partition import Partition, log_config_for
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .security import enable as security
 from .server import Server
 from .topics import TopicInfo, TopicStore, ensure_meta, topic_name_error
 
@@ -98,6 +99,8 @@ class Broker:
         self.cluster = None
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
+        self.authorizer = None           # ACL decisions, None: no authorizer (security/enable.py)
+        self.acl_service = None
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -130,6 +133,7 @@ class Broker:
         self.txn.load_existing()
         from .group.service import GroupService
         self.groups = GroupService(self)
+        security.open_authorizer(self)
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int]:
         """Where this broker is reached on a listener (the first one when None or unknown)."""
@@ -146,6 +150,7 @@ class Broker:
                 await self.cluster.store.close()
                 raise
         self.open()
+        await security.start_authorizer(self)
         self.handlers = apis.build_handlers(self)
         self.api_version_table = apis.version_table(self.handlers)
         cfg = self.config
@@ -203,6 +208,7 @@ class Broker:
         log.info("shutting down: no new requests; finishing in-flight ones")
         if self.server is not None:
             self.server.stop_accepting()
+        await security.stop_authorizer(self)
         if self.cluster is not None:
             try:
                 await self.cluster.close()

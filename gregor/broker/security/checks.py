@@ -1,0 +1,96 @@
+"""What the API handlers call to authorize a request (Kafka's AuthHelper).
+
+Every function takes the broker and the request's context; with no authorizer configured
+they allow everything at the cost of one attribute test, so the unsecured hot path does not
+pay for security.
+
+    if not allowed(broker, ctx, WRITE, TOPIC, name): ...
+    ok = allowed_names(broker, ctx, READ, TOPIC, names)       # the subset allowed
+    err = cluster_denied(broker, ctx, CLUSTER_ACTION)         # None, or the error text
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from .acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
+
+Op = AclOperation
+RT = ResourceType
+TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = RT.TOPIC, RT.GROUP, RT.CLUSTER, RT.TRANSACTIONAL_ID
+READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, \
+    Op.ALTER, Op.DESCRIBE
+CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = \
+    Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE
+NO_AUTHORIZED_OPS = -2147483648       # KIP-430 fields when the client did not ask
+
+
+def allowed(broker, ctx, op: AclOperation, rtype: ResourceType, name: str, *,
+            log_denied: bool = True) -> bool:
+    a = broker.authorizer
+    if a is None:
+        return True
+    return a.authorize(ctx.principal, ctx.client_host, op, rtype, name,
+                       log_denied=log_denied, request=ctx.api.name)
+
+
+def cluster_allowed(broker, ctx, op: AclOperation, *, log_denied: bool = True) -> bool:
+    return allowed(broker, ctx, op, CLUSTER, CLUSTER_NAME, log_denied=log_denied)
+
+
+def cluster_denied(broker, ctx, op: AclOperation) -> str | None:
+    """None when op on the cluster is allowed, else the error message to send."""
+    if cluster_allowed(broker, ctx, op):
+        return None
+    return (f"{ctx.principal} may not {op.name} the cluster ({ctx.api.name} needs "
+            f"{op.name} on the CLUSTER resource {CLUSTER_NAME})")
+
+
+def allowed_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Iterable[str],
+                  *, log_denied: bool = True) -> set[str]:
+    """The names among `names` the principal may do op on (each decided once)."""
+    a = broker.authorizer
+    if a is None:
+        return set(names)
+    p, h, req = ctx.principal, ctx.client_host, ctx.api.name
+    return {n for n in set(names)
+            if a.authorize(p, h, op, rtype, n, log_denied=log_denied, request=req)}
+
+
+def allowed_on_any(broker, ctx, op: AclOperation, rtype: ResourceType) -> bool:
+    """KIP-679: op allowed on at least one resource of the type (idempotent producers)."""
+    a = broker.authorizer
+    if a is None:
+        return True
+    return a.authorize_by_resource_type(ctx.principal, ctx.client_host, op, rtype,
+                                        request=ctx.api.name)
+
+
+def authorized_operations(broker, ctx, rtype: ResourceType, name: str) -> int:
+    """KIP-430 bitfield of the supported operations allowed (all of them without an
+    authorizer, as Kafka)."""
+    a = broker.authorizer
+    if a is None:
+        bits = 0
+        for op in SUPPORTED_OPERATIONS[rtype]:
+            bits |= 1 << int(op)
+        return bits
+    return a.authorized_operations(ctx.principal, ctx.client_host, rtype, name)
+
+
+def cluster_authorized_operations(broker, ctx) -> int:
+    """KIP-430 cluster field: 0 without DESCRIBE on the cluster (Kafka's AuthHelper)."""
+    if not cluster_allowed(broker, ctx, DESCRIBE):
+        return 0
+    return authorized_operations(broker, ctx, CLUSTER, CLUSTER_NAME)
+
+
+def describe_scram_credentials_denied(broker, ctx) -> str | None:
+    """DescribeUserScramCredentials (50): DESCRIBE on the cluster, else
+    CLUSTER_AUTHORIZATION_FAILED with this text (None: allowed)."""
+    return cluster_denied(broker, ctx, DESCRIBE)
+
+
+def alter_scram_credentials_denied(broker, ctx) -> str | None:
+    """AlterUserScramCredentials (51): ALTER on the cluster, else
+    CLUSTER_AUTHORIZATION_FAILED with this text (None: allowed)."""
+    return cluster_denied(broker, ctx, ALTER)
