@@ -18,7 +18,8 @@ literal name, and per prefix length for prefixed patterns) and every decision is
 
 Denials are logged at INFO on the `gregor.authorizer` logger (as Kafka's
 `kafka.authorizer.logger`), naming principal, operation, host, resource and request;
-allowed decisions at DEBUG.
+allowed decisions at DEBUG when first made (Kafka logs every one; a cached repeat is not
+logged again until the ACLs change).
 """
 from __future__ import annotations
 
@@ -170,18 +171,20 @@ class AclAuthorizer:
                   request: str = "") -> bool:
         if principal is BROKER_SELF:
             return True
-        key = (principal, host, op, rtype, name)
+        # ints, not the enums: an IntEnum hashes through Python code
+        key = (principal, host, op._value_, rtype._value_, name)
         allowed = self._cache.get(key)
         if allowed is None:
             allowed = self._decide(principal, self._host(host), op, rtype, name)
             if len(self._cache) >= MAX_CACHED_DECISIONS:
                 self._cache.clear()
             self._cache[key] = allowed
-        if not allowed:
-            if log_denied:
-                _log(logging.INFO, principal, False, op, host, rtype, name, request)
-        elif audit.isEnabledFor(logging.DEBUG):
-            _log(logging.DEBUG, principal, True, op, host, rtype, name, request)
+            if allowed and audit.isEnabledFor(logging.DEBUG):
+                # allowed decisions are logged when made, not on every cached repeat: the
+                # hot path does not pay for a logger check
+                _log(logging.DEBUG, principal, True, op, host, rtype, name, request)
+        if not allowed and log_denied:
+            _log(logging.INFO, principal, False, op, host, rtype, name, request)
         return allowed
 
     def _host(self, host: str) -> str:
@@ -251,7 +254,7 @@ class AclAuthorizer:
         InitProducerId: WRITE on any topic.) Cached like any decision."""
         if principal is BROKER_SELF:
             return True
-        key = (principal, host, op, rtype, None)
+        key = (principal, host, op._value_, rtype._value_, None)
         allowed = self._cache.get(key)
         if allowed is None:
             allowed = self._decide_by_type(principal, self._host(host), op, rtype)

@@ -56,6 +56,64 @@ def allowed_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Ite
             if a.authorize(p, h, op, rtype, n, log_denied=log_denied, request=req)}
 
 
+_NONE: frozenset = frozenset()
+
+
+def denied_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Iterable[str],
+                 *, log_denied: bool = True) -> frozenset:
+    """The names among `names` the principal may NOT do op on (empty without an authorizer:
+    the per-partition loops then cost one set lookup)."""
+    a = broker.authorizer
+    if a is None:
+        return _NONE
+    p, h, req = ctx.principal, ctx.client_host, ctx.api.name
+    return frozenset(n for n in set(names)
+                     if not a.authorize(p, h, op, rtype, n, log_denied=log_denied, request=req))
+
+
+def denied_topics(broker, ctx, op: AclOperation, names: Iterable[str]) -> frozenset:
+    return denied_names(broker, ctx, op, TOPIC, names)
+
+
+def denied_topic_errors(broker, ctx, op: AclOperation, names: Iterable[str],
+                        message: str) -> dict:
+    """{topic: TopicAuthorizationFailedError(message)} for the topics op is denied on (the
+    per-topic admin APIs' form, see apis/per_topic.py)."""
+    from ...protocol.errors import TopicAuthorizationFailedError
+    return {n: TopicAuthorizationFailedError(message) for n in denied_topics(broker, ctx, op,
+                                                                             names)}
+
+
+# DescribeConfigs / AlterConfigs resource types: which ACL resource guards each, and the
+# error a denial answers (Kafka's ConfigHelper / KafkaApis)
+_CONFIG_RESOURCES = {2: (TOPIC, "TOPIC_AUTHORIZATION_FAILED"),
+                     4: (CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),     # broker
+                     8: (CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),     # broker logger
+                     16: (CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),    # client metrics
+                     32: (GROUP, "GROUP_AUTHORIZATION_FAILED")}
+
+
+def config_resource_denied(broker, ctx, config_type: int, name: str, *,
+                           alter: bool) -> tuple[int, str] | None:
+    """(error code, message) when DESCRIBE_CONFIGS (alter: ALTER_CONFIGS) on the config
+    resource is denied; None when allowed or the type is one the handler refuses anyway."""
+    if broker.authorizer is None or config_type not in _CONFIG_RESOURCES:
+        return None
+    from ...protocol.errors import ErrorCode
+    rtype, error = _CONFIG_RESOURCES[config_type]
+    op = ALTER_CONFIGS if alter else DESCRIBE_CONFIGS
+    target = CLUSTER_NAME if rtype == CLUSTER else name
+    if allowed(broker, ctx, op, rtype, target):
+        return None
+    return ErrorCode[error], f"the principal may not {op.name} {rtype.name} {target!r}"
+
+
+def may_create_topic(broker, ctx, name: str) -> bool:
+    """Auto-creating a topic needs CREATE on the cluster, or else CREATE on the topic."""
+    return cluster_allowed(broker, ctx, CREATE, log_denied=False) or \
+        allowed(broker, ctx, CREATE, TOPIC, name)
+
+
 def allowed_on_any(broker, ctx, op: AclOperation, rtype: ResourceType) -> bool:
     """KIP-679: op allowed on at least one resource of the type (idempotent producers)."""
     a = broker.authorizer
@@ -94,3 +152,13 @@ def alter_scram_credentials_denied(broker, ctx) -> str | None:
     """AlterUserScramCredentials (51): ALTER on the cluster, else
     CLUSTER_AUTHORIZATION_FAILED with this text (None: allowed)."""
     return cluster_denied(broker, ctx, ALTER)
+
+
+def describe_client_quotas_denied(broker, ctx) -> str | None:
+    """DescribeClientQuotas (48): DESCRIBE_CONFIGS on the cluster (None: allowed)."""
+    return cluster_denied(broker, ctx, DESCRIBE_CONFIGS)
+
+
+def alter_client_quotas_denied(broker, ctx) -> str | None:
+    """AlterClientQuotas (49): ALTER_CONFIGS on the cluster (None: allowed)."""
+    return cluster_denied(broker, ctx, ALTER_CONFIGS)
