@@ -77,7 +77,7 @@ class _Offline:
             from ..broker.security.acl_store_zk import ZkAclStore
             zk = MetadataStore(self.zookeeper, session_timeout_ms=10000)
             await zk.start()
-            store = ZkAclStore(zk, notify_only=True)
+            store = ZkAclStore(zk)
         else:
             store = FileAclStore(self.data_dir)
         service = AclService(AclAuthorizer(), store)
