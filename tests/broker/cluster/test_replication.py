@@ -126,7 +126,7 @@ def consume_all(bootstrap: str, topic: str, partitions: int, checker: Replicatio
 def replica_records(data_dir, topic: str, p: int) -> dict[int, bytes]:
     """offset -> value of one replica's log on disk (broker stopped)."""
     from gregor.log import Log
-    from gregor.protocol.records.batch import decode_any
+    from gregor.protocol.records.legacy import decode_any
     log = Log.open(data_dir / f"{topic}-{p}")
     try:
         out, offset = {}, log.log_start_offset
