@@ -1,7 +1,8 @@
 """`gregor acls`: ACLs, shaped like Kafka's kafka-acls.sh.
 
     gregor acls add --allow-principal User:alice --operation Read --topic orders
-    gregor acls add --allow-principal User:bob --producer --topic logs- --resource-pattern-type prefixed
+    gregor acls add --allow-principal User:bob --producer --topic logs- \
+        --resource-pattern-type prefixed
     gregor acls add --allow-principal User:carol --consumer --topic orders --group billing
     gregor acls list [--topic orders] [--principal User:alice]
     gregor acls remove --allow-principal User:alice --operation Read --topic orders --force
@@ -18,11 +19,11 @@ import asyncio
 
 import click
 
-from ..broker.security.acl import (ANY_FILTER, CLUSTER_NAME, SUPPORTED_OPERATIONS, WILDCARD,
-                                   AccessControlEntry, AccessControlEntryFilter, AclBinding,
-                                   AclBindingFilter, AclOperation, AclPermissionType,
-                                   PatternType, ResourcePattern, ResourcePatternFilter,
-                                   ResourceType)
+from ..protocol.acl import (ANY_FILTER, CLUSTER_NAME, SUPPORTED_OPERATIONS, WILDCARD,
+                            AccessControlEntry, AccessControlEntryFilter, AclBinding,
+                            AclBindingFilter, AclOperation, AclPermissionType,
+                            PatternType, ResourcePattern, ResourcePatternFilter,
+                            ResourceType)
 from ..broker.security.principal import KafkaPrincipal
 from .client_options import bootstrap_option, client_config, with_friendly_errors
 

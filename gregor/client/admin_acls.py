@@ -7,15 +7,15 @@ DeleteAcls, answered by any broker.
     admin.describe_acls(acl_filter(resource_type="topic"))        # [AclBinding]
     admin.delete_acls([acl_filter(resource_type="topic", name="orders")])  # [[AclBinding]]
 
-Bindings and filters are gregor.broker.security.acl's AclBinding and AclBindingFilter
+Bindings and filters are gregor.protocol.acl's AclBinding and AclBindingFilter
 (plain named tuples; the helpers above build them from names).
 """
 from __future__ import annotations
 
-from ..broker.security.acl import (ANY_FILTER, AccessControlEntry, AccessControlEntryFilter,
-                                   AclBinding, AclBindingFilter, AclOperation,
-                                   AclPermissionType, PatternType, ResourcePattern,
-                                   ResourcePatternFilter, ResourceType, binding)
+from ..protocol.acl import (ANY_FILTER, AccessControlEntry, AccessControlEntryFilter,
+                            AclBinding, AclBindingFilter, AclOperation,
+                            AclPermissionType, PatternType, ResourcePattern,
+                            ResourcePatternFilter, ResourceType, binding)
 from ..protocol.errors import ErrorCode, error_for_code
 
 _MAX_VERSION = 3

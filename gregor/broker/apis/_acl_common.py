@@ -4,9 +4,9 @@ gives (not allowed on the cluster; no authorizer)."""
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
-from ..security.acl import (AccessControlEntry, AccessControlEntryFilter, AclBinding,
-                            AclBindingFilter, AclOperation, AclPermissionType, PatternType,
-                            ResourcePattern, ResourcePatternFilter, ResourceType)
+from ...protocol.acl import (AccessControlEntry, AccessControlEntryFilter, AclBinding,
+                             AclBindingFilter, AclOperation, AclPermissionType, PatternType,
+                             ResourcePattern, ResourcePatternFilter, ResourceType)
 from ..security.checks import cluster_denied
 
 E = ErrorCode

@@ -3,7 +3,7 @@ authorizer the answer is SECURITY_DISABLED. Version 0 has no pattern type: its f
 LITERAL, so it never sees PREFIXED ACLs (as Kafka)."""
 from __future__ import annotations
 
-from ..security.acl import filter_problem
+from ...protocol.acl import filter_problem
 from ..security.checks import DESCRIBE
 from ._acl_common import E, filter_of, refusal, resources_of
 

@@ -27,7 +27,8 @@ import time
 from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError, NotEmptyError
 from kazoo.protocol.states import KazooState
 
-from .acl import PatternType, ResourcePattern, ResourceType, entries_from_json, entries_to_json
+from ...protocol.acl import (PatternType, ResourcePattern, ResourceType, entries_from_json,
+                             entries_to_json)
 from .acl_store import AclStore, AclStoreError
 
 log = logging.getLogger("gregor.broker.security.acls")

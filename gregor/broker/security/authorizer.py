@@ -27,9 +27,10 @@ import ipaddress
 import logging
 from typing import Iterable
 
-from .acl import (WILDCARD, WILDCARD_PRINCIPAL, AccessControlEntry, AclBinding, AclBindingFilter,
-                  AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType,
-                  SUPPORTED_OPERATIONS, binding_order)
+from ...protocol.acl import (SUPPORTED_OPERATIONS, WILDCARD, WILDCARD_PRINCIPAL,
+                             AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
+                             AclPermissionType, PatternType, ResourcePattern, ResourceType,
+                             binding_order)
 from .principal import BROKER_SELF, KafkaPrincipal
 
 audit = logging.getLogger("gregor.authorizer")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from ...protocol.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 
 Op = AclOperation
 RT = ResourceType

@@ -3,8 +3,8 @@ SaslSslAdminIntegrationTest: filters, invalid ACLs, legacy v0 never touching PRE
 ALTER / DESCRIBE on the cluster required, SECURITY_DISABLED without an authorizer)."""
 from __future__ import annotations
 
-from gregor.broker.security.acl import (AclOperation as Op, AclPermissionType as Perm,
-                                        PatternType as PT, ResourceType as RT)
+from gregor.protocol.acl import (AclOperation as Op, AclPermissionType as Perm,
+                                 PatternType as PT, ResourceType as RT)
 from gregor.broker.security.principal import ANONYMOUS, KafkaPrincipal
 from gregor.protocol.errors import ErrorCode as E
 from tests.broker.handler_harness import As, call, run_broker

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from gregor.broker.security.acl import (ANY_FILTER, AccessControlEntry,
-                                        AccessControlEntryFilter, AclBinding, AclBindingFilter,
-                                        AclOperation as Op, AclPermissionType as Perm,
-                                        PatternType as PT, ResourcePattern,
-                                        ResourcePatternFilter, ResourceType as RT)
+from gregor.protocol.acl import (ANY_FILTER, AccessControlEntry,
+                                 AccessControlEntryFilter, AclBinding, AclBindingFilter,
+                                 AclOperation as Op, AclPermissionType as Perm,
+                                 PatternType as PT, ResourcePattern,
+                                 ResourcePatternFilter, ResourceType as RT)
 from gregor.broker.security.acl_store import (ACL_FILE, AclService, AclStoreError,
                                               FileAclStore)
 from gregor.broker.security.authorizer import AclAuthorizer

@@ -14,9 +14,9 @@ import pytest
 
 from gregor.broker.cluster.metadata_store import MetadataStore
 from gregor.broker.security import acl_store_zk as zkstore
-from gregor.broker.security.acl import (ANY_FILTER, AccessControlEntry, AclBinding,
-                                        AclOperation as Op, AclPermissionType as Perm,
-                                        PatternType as PT, ResourcePattern, ResourceType as RT)
+from gregor.protocol.acl import (ANY_FILTER, AccessControlEntry, AclBinding,
+                                 AclOperation as Op, AclPermissionType as Perm,
+                                 PatternType as PT, ResourcePattern, ResourceType as RT)
 from gregor.broker.security.acl_store import AclService
 from gregor.broker.security.acl_store_zk import ZkAclStore, decode_change, encode_change
 from gregor.broker.security.authorizer import AclAuthorizer

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from gregor.broker.security.acl import (AclPermissionType as Perm, PatternType as PT,
-                                        ResourceType as RT)
+from gregor.protocol.acl import (AclPermissionType as Perm, PatternType as PT,
+                                 ResourceType as RT)
 from gregor.client.admin import AdminClient
 from gregor.client.admin_acls import acl_binding, acl_filter
 from gregor.protocol.errors import ClusterAuthorizationFailedError, InvalidRequestError

@@ -12,9 +12,9 @@ from typing import Callable
 
 import pytest
 
-from gregor.broker.security.acl import (AccessControlEntry, AclOperation as Op,
-                                        AclPermissionType as Perm, PatternType,
-                                        ResourcePattern, ResourceType as RT)
+from gregor.protocol.acl import (AccessControlEntry, AclOperation as Op,
+                                 AclPermissionType as Perm, PatternType,
+                                 ResourcePattern, ResourceType as RT)
 from gregor.broker.security.principal import KafkaPrincipal
 from gregor.protocol.errors import ErrorCode as E
 from gregor.protocol.records.batch import encode_batch

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 
-from gregor.broker.security.acl import (AccessControlEntry, AclOperation as Op,
-                                        AclPermissionType as Perm, PatternType,
-                                        ResourcePattern, ResourceType as RT, SUPPORTED_OPERATIONS)
+from gregor.protocol.acl import (AccessControlEntry, AclOperation as Op,
+                                 AclPermissionType as Perm, PatternType,
+                                 ResourcePattern, ResourceType as RT, SUPPORTED_OPERATIONS)
 from gregor.broker.security.principal import KafkaPrincipal
 from gregor.protocol.errors import ErrorCode as E
 from tests.broker.handler_harness import As, batch, call, create, produce_body, run_broker

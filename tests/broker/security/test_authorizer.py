@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from gregor.broker.security.acl import (AccessControlEntry, AclOperation as Op,
-                                        AclPermissionType as Perm, PatternType,
-                                        ResourcePattern, ResourceType as RT)
+from gregor.protocol.acl import (AccessControlEntry, AclOperation as Op,
+                                 AclPermissionType as Perm, PatternType,
+                                 ResourcePattern, ResourceType as RT)
 from gregor.broker.security.authorizer import (AclAuthorizer, normal_host,
                                                parse_super_users)
 from gregor.broker.security.principal import ANONYMOUS, BROKER_SELF, KafkaPrincipal

@@ -1,5 +1,7 @@
 """ACLs as Kafka models them: resource patterns, access control entries, bindings, the
-filters DescribeAcls/DeleteAcls match them with, and Kafka's JSON for storing them.
+filters DescribeAcls/DeleteAcls match them with, and Kafka's JSON for storing them. Sans-I/O
+and shared by the broker (authorizer, storage, handlers) and the clients (admin, CLI), as
+Kafka's org.apache.kafka.common.acl is.
 
 The enum codes are the wire codes (int8) of Kafka's `ResourceType`, `PatternType`,
 `AclOperation` and `AclPermissionType`. Names read from text (the CLI, ZooKeeper's JSON) are

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from gregor.broker.security.acl import (AccessControlEntry, AccessControlEntryFilter,
-                                        AclBinding, AclBindingFilter, AclOperation as Op,
-                                        AclPermissionType as Perm, PatternType as PT,
-                                        ResourcePattern, ResourcePatternFilter,
-                                        ResourceType as RT, binding, binding_problem,
-                                        entries_from_json, entries_to_json, filter_problem)
+from gregor.protocol.acl import (AccessControlEntry, AccessControlEntryFilter,
+                                 AclBinding, AclBindingFilter, AclOperation as Op,
+                                 AclPermissionType as Perm, PatternType as PT,
+                                 ResourcePattern, ResourcePatternFilter,
+                                 ResourceType as RT, binding, binding_problem,
+                                 entries_from_json, entries_to_json, filter_problem)
 
 
 def pat(name, pt=PT.LITERAL, rt=RT.TOPIC):

@@ -1,0 +1,130 @@
+"""What the authorizer costs: produce and fetch throughput with the ACL authorizer on (1,000
+ACLs) vs off, side by side in one run, with confluent-kafka (librdkafka) as the client.
+
+    .venv/bin/python benchmarks/bench_authorizer.py [--records 300000] [--acls 1000]
+                                                    [--repeat 3]
+
+Two gregor brokers run for the whole benchmark, one without an authorizer and one with
+authorizer.class.name set and --acls ACLs in its data directory (written before it starts:
+literal and prefixed ACLs on other topics and groups for other principals, plus the few that
+let this client - User:ANONYMOUS over PLAINTEXT - write, read and create). Rounds alternate
+between the two; the best round of each is reported with the ratio on/off (target >= 0.95)
+and the broker process's CPU seconds (steadier than wall-clock rates on a shared machine).
+
+It also times the decision itself in process: a cached decision (the hot path: the same
+principal, host, operation and topic as the previous request) and an uncached one over the
+same 1,000 ACLs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_broker import (GregorBroker, UNPACED, create_topic, fetch_throughput,  # noqa: E402
+                          measured, produce_throughput)
+
+from gregor.protocol.acl import (AccessControlEntry, AclOperation as Op,  # noqa: E402
+                                 AclPermissionType as Perm, PatternType,
+                                 ResourcePattern, ResourceType as RT)
+from gregor.broker.security.acl_store import FileAclStore  # noqa: E402
+from gregor.broker.security.authorizer import AclAuthorizer  # noqa: E402
+from gregor.broker.security.principal import ANONYMOUS  # noqa: E402
+
+AUTHZ = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
+
+
+def acl_set(count: int) -> dict:
+    """count ACLs: the client's few (WRITE/READ on the bench topics' prefix, CREATE on the
+    cluster, READ on its groups) and filler on other resources and principals, a third of
+    them prefixed, so every lookup walks realistic tables."""
+    acls: dict = {}
+
+    def add(rtype, name, pattern, principal, op, perm=Perm.ALLOW, host="*"):
+        p = ResourcePattern(rtype, name, pattern)
+        acls.setdefault(p, set()).add(AccessControlEntry(principal, host, op, perm))
+    add(RT.TOPIC, "bench-", PatternType.PREFIXED, str(ANONYMOUS), Op.WRITE)
+    add(RT.TOPIC, "bench-", PatternType.PREFIXED, str(ANONYMOUS), Op.READ)
+    add(RT.CLUSTER, "kafka-cluster", PatternType.LITERAL, str(ANONYMOUS), Op.CREATE)
+    add(RT.GROUP, "bench", PatternType.PREFIXED, str(ANONYMOUS), Op.READ)
+    i = 0
+    while sum(len(v) for v in acls.values()) < count:
+        pattern = PatternType.PREFIXED if i % 3 == 0 else PatternType.LITERAL
+        rtype = RT.TOPIC if i % 4 else RT.GROUP
+        add(rtype, f"svc{i % 97}-data-{i}", pattern, f"User:app{i % 50}",
+            (Op.READ, Op.WRITE, Op.DESCRIBE)[i % 3], Perm.DENY if i % 11 == 0 else Perm.ALLOW,
+            host="*" if i % 5 else f"10.1.{i % 250}.{i % 200}")
+        i += 1
+    return {p: frozenset(e) for p, e in acls.items()}
+
+
+def decision_cost(acls: dict, calls: int = 200_000) -> tuple[float, float]:
+    """(ns per cached decision, ns per uncached decision)."""
+    a = AclAuthorizer()
+    a.replace_all(acls)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        a.authorize(ANONYMOUS, "127.0.0.1", Op.WRITE, RT.TOPIC, "bench-x")
+    cached = (time.perf_counter() - t0) / calls * 1e9
+    n = calls // 10
+    t0 = time.perf_counter()
+    for i in range(n):
+        a._cache.clear()
+        a.authorize(ANONYMOUS, "127.0.0.1", Op.WRITE, RT.TOPIC, "bench-x")
+    uncached = (time.perf_counter() - t0) / n * 1e9
+    return cached, uncached
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--acls", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    acls = acl_set(args.acls)
+    cached, uncached = decision_cost(acls)
+    print(f"decision over {sum(len(v) for v in acls.values())} ACLs: {cached:.0f} ns cached, "
+          f"{uncached:.0f} ns uncached (per call, in process)")
+
+    off = GregorBroker()
+    on = GregorBroker(AUTHZ)
+    store = FileAclStore(Path(on.dir) / "data")
+    store.modify_now({p: (lambda cur, e=e: e) for p, e in acls.items()})
+    brokers = [off.start(), on.start()]
+    best: dict = {}
+    try:
+        for r in range(args.repeat):
+            for b in brokers:
+                topic = f"bench-{uuid.uuid4().hex[:8]}"
+                create_topic(b.bootstrap, topic)
+                prod = measured(b.proc.pid, produce_throughput, b.bootstrap, topic, args.records)
+                fetch = measured(b.proc.pid, fetch_throughput, b.bootstrap, topic, args.records,
+                                 UNPACED)
+                name = "on" if b is on else "off"
+                print(f"round {r + 1} authorizer {name:3}: produce {prod['msgs_s']:,.0f} msg/s "
+                      f"(broker CPU {prod['broker_cpu_s']:.2f} s), fetch {fetch['msgs_s']:,.0f} "
+                      f"msg/s (broker CPU {fetch['broker_cpu_s']:.2f} s)", flush=True)
+                for what, res in (("produce", prod), ("fetch", fetch)):
+                    key = (name, what)
+                    if key not in best or res["msgs_s"] > best[key]["msgs_s"]:
+                        best[key] = res
+    finally:
+        for b in brokers:
+            b.stop()
+    print(f"\nbest of {args.repeat} rounds, {args.records:,} records of 110 bytes, "
+          f"{sum(len(v) for v in acls.values())} ACLs:")
+    for what in ("produce", "fetch"):
+        o, n = best[("off", what)], best[("on", what)]
+        print(f"  {what:7}: off {o['msgs_s']:>10,.0f} msg/s   on {n['msgs_s']:>10,.0f} msg/s   "
+              f"ratio on/off {n['msgs_s'] / o['msgs_s']:.3f}   broker CPU on/off "
+              f"{n['broker_cpu_s'] / o['broker_cpu_s']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
