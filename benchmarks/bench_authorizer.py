@@ -69,7 +69,8 @@ def acl_set(count: int) -> dict:
 SHAPES = {
     "default": ({}, UNPACED),
     "small requests": ({"linger.ms": 0, "batch.size": 16384},
-                       {**UNPACED, "max.partition.fetch.bytes": 65536, "fetch.max.bytes": 65536}),
+                       {**UNPACED, "max.partition.fetch.bytes": 65536, "fetch.max.bytes": 65536,
+                        "message.max.bytes": 65536}),
 }
 
 
@@ -93,6 +94,70 @@ def produce(bootstrap: str, topic: str, records: int, extra: dict) -> dict:
     if left or errors:
         raise SystemExit(f"{left} undelivered, {len(errors)} delivery errors: {errors[:3]}")
     return rates(records, dt)
+
+
+class _Conn:
+    """What a request context reads from its connection: a PLAINTEXT client."""
+    principal, client_host, listener, peer = ANONYMOUS, "127.0.0.1", "PLAINTEXT", "127.0.0.1:1"
+
+
+def handler_cost(acls: dict, requests: int = 5_000, rounds: int = 7) -> dict:
+    """Microseconds per Produce (acks=1, one 10-record batch) and per Fetch (one partition,
+    64 KiB) through the handlers in process, without and with the authorizer, alternating,
+    the least of `rounds`: the broker's own per-request cost, free of client and network."""
+    import asyncio
+    import tempfile
+    from gregor.broker import apis
+    from gregor.broker.broker import Broker
+    from gregor.broker.config import BrokerConfig
+    from gregor.broker.server import RequestContext
+    from gregor.protocol import messages
+    from gregor.protocol.header import RequestHeader, decode_request, encode_request
+    from gregor.protocol.records.batch import encode_batch
+
+    records = encode_batch([(0, b"k", b"v" * VALUE_BYTES, [])] * 10)
+    bodies = {
+        "Produce": (8, {"acks": 1, "timeout_ms": 1000, "topic_data": [
+            {"name": "bench-h", "partition_data": [{"index": 0, "records": records}]}]}),
+        "Fetch": (11, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1,
+                       "max_bytes": 1 << 16, "session_epoch": -1, "topics": [
+                           {"topic": "bench-h", "partitions": [
+                               {"partition": 0, "fetch_offset": 0,
+                                "partition_max_bytes": 1 << 16}]}]}),
+    }
+
+    def open_broker(settings: dict):
+        b = Broker(BrokerConfig({"log.dirs": tempfile.mkdtemp(prefix="bench-authz-"),
+                                 "gregor.fsync.acks.all": False, **settings}))
+        b.open()
+        if b.authorizer is not None:
+            b.authorizer.replace_all(acls)
+        b.handlers = apis.build_handlers(b)
+        b.create_topic("bench-h", 1, {})
+        calls = {}
+        for name, (version, body) in bodies.items():
+            api = messages.api(name)
+            frame = encode_request(api, version, 1, "bench", body)
+            request = decode_request(api, memoryview(frame)[4:], view_records=True)[1]
+            ctx = RequestContext(_Conn(), api, RequestHeader(api.key, version, 1, "b"), 0.0)
+            calls[name] = (b.handlers[api.key].handle, ctx, request)
+        return b, calls
+
+    async def run() -> dict:
+        brokers = {"off": open_broker({}), "on": open_broker(AUTHZ)}
+        best = {}
+        for _ in range(rounds):
+            for which, (_, calls) in brokers.items():
+                for name, (handle, ctx, request) in calls.items():
+                    t0 = time.perf_counter()
+                    for _ in range(requests):
+                        handle(ctx, request)
+                    us = (time.perf_counter() - t0) / requests * 1e6
+                    best[(which, name)] = min(us, best.get((which, name), us))
+        for b, _ in brokers.values():
+            await b.shutdown()
+        return best
+    return asyncio.run(run())
 
 
 def decision_cost(acls: dict, calls: int = 200_000) -> tuple[float, float]:
@@ -123,6 +188,11 @@ def main() -> None:
     cached, uncached = decision_cost(acls)
     print(f"decision over {sum(len(v) for v in acls.values())} ACLs: {cached:.0f} ns cached, "
           f"{uncached:.0f} ns uncached (per call, in process)")
+    cost = handler_cost(acls)
+    for name in ("Produce", "Fetch"):
+        off_us, on_us = cost[("off", name)], cost[("on", name)]
+        print(f"{name} handler in process: off {off_us:.1f} us, on {on_us:.1f} us per request "
+              f"(ratio of requests/s on/off {off_us / on_us:.3f})")
 
     off = GregorBroker()
     on = GregorBroker(AUTHZ)
