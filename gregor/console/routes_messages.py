@@ -173,6 +173,11 @@ async def record(request):
     return respond(request, "record.html", data)
 
 
+def _field(data: dict, key: str) -> str:
+    v = data.get(key)
+    return "" if v is None else str(v).strip()
+
+
 def _headers(text) -> list:
     if isinstance(text, list):
         return [(str(k), rec.bytes_from_json(v)) for k, v in text]
@@ -208,7 +213,7 @@ async def produce(request):
     back = f"/topics/{name}/messages"
     try:
         enc = str(data.get("encoding") or "text")
-        part = str(data.get("partition") or "").strip()
+        part = _field(data, "partition")
         md = await c.produce(name, _payload(data, "key", enc), _payload(data, "value", enc),
                              _headers(data.get("headers")), int(part) if part else None)
     except Exception as e:
@@ -222,7 +227,7 @@ async def reproduce(request):
     data = await read_change(request)
     r = await _one(request)
     target = str(data.get("topic") or r.topic).strip()
-    part = str(data.get("partition") or "").strip()
+    part = _field(data, "partition")
     back = f"/topics/{r.topic}/messages/{r.partition}/{r.offset}"
     try:
         md = await c.produce(target, r.key, r.value, list(r.headers),

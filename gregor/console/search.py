@@ -101,9 +101,11 @@ def search(settings, q: SearchQuery, cancel: threading.Event | None = None) -> S
         at_time = c.offsets_for_times({tp: q.timestamp_ms for tp in tps}) \
             if q.timestamp_ms is not None else {}
         # Plan as a browse whose page is the scan window of each partition.
-        share = max(1, q.scan_limit // max(1, len(tps)))
-        window = BrowseQuery(q.topic, q.partitions, q.order, q.offset, q.timestamp_ms, share)
-        ranges = plan_ranges(window, lo, hi, at_time)
+        ranges = {}
+        for i, p in enumerate(q.partitions):
+            share = q.scan_limit // len(tps) + (1 if i < q.scan_limit % len(tps) else 0)
+            window = BrowseQuery(q.topic, [p], q.order, q.offset, q.timestamp_ms, share)
+            ranges.update(plan_ranges(window, lo, hi, at_time))
         if q.order == OLDEST and q.offset is None and q.timestamp_ms is None:
             ranges = {tp: (s, hi.get(tp, s)) for tp, (s, _) in ranges.items()}
         s = pattern.search
