@@ -103,8 +103,8 @@ class GroupAdminMethods:
         self._metadata([], timeout)
         out: dict[str, GroupListing] = {}
         for node in list(self._net.metadata.brokers):
-            version = min(4, self._net.api_version(node, "ListGroups", timeout=timeout) or 0)
-            body = {"states_filter": list(states or ())}
+            version = min(5, self._net.api_version(node, "ListGroups", timeout=timeout) or 0)
+            body = {"states_filter": list(states or ()), "types_filter": []}
             resp = self._net.request(node, "ListGroups", body, version, timeout)
             if resp["error_code"]:
                 raise _fail(resp["error_code"], f"cannot list the groups of broker {node}")
