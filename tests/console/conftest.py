@@ -7,6 +7,7 @@ import itertools
 import socket
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -46,7 +47,10 @@ def settings_for(broker, **kw) -> ConsoleSettings:
 
 @pytest.fixture(scope="module")
 def client(console_broker):
-    from starlette.testclient import TestClient
+    with warnings.catch_warnings():
+        # Starlette 1.x suggests its httpx fork for the TestClient; httpx still works.
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
 
     app = create_app(settings_for(console_broker,
                                   metrics_url=f"http://127.0.0.1:{console_broker.metrics_port}"
