@@ -238,3 +238,31 @@ def test_a_page_answers_while_a_search_runs(console_broker, topic_factory):
 def test_empty_query_browses(client, topic_factory, path):
     t = topic_factory(1, records=[b"a"])
     assert client.get(path.format(t=t)).status_code == 200
+
+
+def test_search_is_cancelled_when_the_client_goes_away(console_broker, topic_factory,
+                                                       monkeypatch):
+    # The scan itself is replaced by one that runs until cancelled, so the test sees the
+    # route's wiring: a client that disconnects sets the search's cancel event.
+    import gregor.console.routes_messages as routes
+    seen = threading.Event()
+    started = threading.Event()
+
+    def endless(settings, q, cancel):
+        started.set()
+        if cancel.wait(30):
+            seen.set()
+        from gregor.console.search import SearchResult
+        return SearchResult(reason="cancelled")
+    monkeypatch.setattr(routes, "search", endless)
+    t = topic_factory(1, records=[b"a"])
+    with LiveConsole(settings_for(console_broker)) as live:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.get(f"{live.url}/api/topics/{t}/messages", params={"q": "a"}, timeout=1.0)
+        assert started.is_set()
+        assert seen.wait(10), "the search was not cancelled after the client left"
+        # the search slot is free again: another search runs
+        monkeypatch.setattr(routes, "search", lambda s, q, c: __import__(
+            "gregor.console.search", fromlist=["search"]).search(s, q, c))
+        r = httpx.get(f"{live.url}/api/topics/{t}/messages", params={"q": "a"}, timeout=20)
+        assert r.status_code == 200 and len(r.json()["records"]) == 1
