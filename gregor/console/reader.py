@@ -10,6 +10,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..client.consumer import Consumer
 
 # How long one poll waits: short, so a cancelled search or a passed deadline is seen soon.
@@ -36,11 +38,12 @@ class ScanOutcome:
 
 
 def scan(consumer: Consumer, ranges: dict, on_chunk, *, deadline: float,
-         cancel: threading.Event | None = None, max_records: int | None = None
-         ) -> ScanOutcome:
+         cancel: threading.Event | None = None, max_records: int | None = None,
+         arrow: bool = False) -> ScanOutcome:
     """Read [start, stop) of each (topic, partition) and hand every chunk (PartitionRecords,
     cut to the range) to on_chunk(chunk): False stops the scan, PARTITION_DONE stops reading
-    that partition, anything else goes on."""
+    that partition, anything else goes on. arrow=True hands out ArrowRecords (columns as
+    pyarrow arrays, decoded without a Python object per record) instead of PartitionRecords."""
     out = ScanOutcome()
     todo = {tp: (s, e) for tp, (s, e) in ranges.items() if s < e}
     if not todo:
@@ -53,18 +56,16 @@ def scan(consumer: Consumer, ranges: dict, on_chunk, *, deadline: float,
         if time.monotonic() >= deadline:
             out.reason = "time"
             return out
-        for pr in consumer.poll_batches(_POLL_S):
+        for pr in consumer.poll_batches(_POLL_S, arrow=arrow):
             tp = (pr.topic, pr.partition)
             if tp not in todo:
                 continue
             stop = todo[tp][1]
             n = len(pr)
-            if n and pr.offsets[-1] >= stop:
-                keep = 0
-                while keep < n and pr.offsets[keep] < stop:
-                    keep += 1
-                pr = pr.slice(0, keep)
-                n = keep
+            if n and pr.offset_at(n - 1) >= stop:
+                # offsets ascend: the records before stop are a prefix
+                n = int(np.searchsorted(np.asarray(pr.offsets, dtype=np.int64), stop))
+                pr = pr.slice(0, n)
             if max_records is not None and out.scanned + n > max_records:
                 pr = pr.slice(0, max_records - out.scanned)
                 n = len(pr)
@@ -77,7 +78,7 @@ def scan(consumer: Consumer, ranges: dict, on_chunk, *, deadline: float,
                 out.reason = "limit"
                 return out
             if verdict == PARTITION_DONE or pr.next_offset >= stop or (
-                    n and pr.offsets[-1] >= stop - 1):
+                    n and pr.offset_at(n - 1) >= stop - 1):
                 del todo[tp]
                 consumer.pause(tp)
     return out

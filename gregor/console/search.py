@@ -2,8 +2,10 @@
 google-re2 (linear time: no pattern can stall the console by backtracking) on a worker thread,
 within a scan limit, a time budget and a result limit, and cancelled when the client goes away.
 
-The scan reads the partitions as columns (poll_batches: no record object per scanned record)
-and only builds records for the matches.
+The scan reads the partitions as Arrow columns (poll_batches(arrow=True): no Python object per
+scanned record), matches whole columns with Arrow's RE2 kernel, and only builds records for the
+matches. The pattern is checked with google-re2 first (the same RE2 syntax), so a bad one gets a
+clear error before anything is read.
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+import pyarrow.compute as pc
 import re2
 
 from .browse import NEWEST, OLDEST, BrowseQuery, plan_ranges
@@ -64,33 +68,38 @@ class SearchResult:
         return self.scanned / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-def match_chunk(search, pr, fields) -> list[int]:
-    """Indexes of the records of a chunk that match in one of the fields."""
-    hits = []
+def match_chunk(pattern: str, pr, fields) -> list[int]:
+    """Indexes of the records of a chunk (ArrowRecords) that match in one of the fields.
+    Arrow's match_substring_regex runs RE2 over a whole column in C++ (~80 ns a record here,
+    against ~1 us for a Python call per record), the same engine as google-re2."""
+    mask = None
+
+    def add(m):
+        nonlocal mask
+        m = pc.fill_null(m, False)
+        mask = m if mask is None else pc.or_(mask, m)
     if "value" in fields:
-        hits = [i for i, v in enumerate(pr.values) if v is not None and search(v)]
-    seen = set(hits)
+        add(pc.match_substring_regex(pr.values, pattern))
     if "key" in fields:
-        for i, k in enumerate(pr.keys):
-            if i not in seen and k is not None and search(k):
-                hits.append(i)
-                seen.add(i)
-    if "headers" in fields:
-        for i, hs in enumerate(pr.headers):
-            if i in seen or not hs:
-                continue
-            for name, v in hs:
-                if search(name.encode()) or (v is not None and search(v)):
-                    hits.append(i)
-                    seen.add(i)
-                    break
+        add(pc.match_substring_regex(pr.keys, pattern))
+    hits = set() if mask is None else set(np.flatnonzero(
+        mask.to_numpy(zero_copy_only=False)).tolist())
+    if "headers" in fields and pr.headers.null_count < len(pr.headers):
+        flat = pc.list_flatten(pr.headers)
+        if len(flat):
+            parents = pc.list_parent_indices(pr.headers).to_numpy()
+            m = pc.or_(pc.fill_null(pc.match_substring_regex(flat.field("key"), pattern),
+                                    False),
+                       pc.fill_null(pc.match_substring_regex(flat.field("value"), pattern),
+                                    False))
+            hits.update(parents[m.to_numpy(zero_copy_only=False)].tolist())
     return sorted(hits)
 
 
 def search(settings, q: SearchQuery, cancel: threading.Event | None = None) -> SearchResult:
     """Scan up to q.scan_limit records (spread over the partitions) from where q starts, in
     q.order, and return the first q.limit matches."""
-    pattern = compile_pattern(q.pattern)
+    compile_pattern(q.pattern)             # a clear error for a bad pattern, before any I/O
     fields = tuple(f for f in q.fields if f in FIELDS) or FIELDS
     started = time.monotonic()
     result = SearchResult()
@@ -108,16 +117,15 @@ def search(settings, q: SearchQuery, cancel: threading.Event | None = None) -> S
             ranges.update(plan_ranges(window, lo, hi, at_time))
         if q.order == OLDEST and q.offset is None and q.timestamp_ms is None:
             ranges = {tp: (s, hi.get(tp, s)) for tp, (s, _) in ranges.items()}
-        s = pattern.search
         found = []
 
         def check(pr):
-            for i in match_chunk(s, pr, fields):
+            for i in match_chunk(q.pattern, pr, fields):
                 found.append(pr.slice(i, i + 1).records()[0])
             # Oldest first: the first q.limit matches are the answer, stop there.
             return not (q.order == OLDEST and len(found) >= q.limit)
         outcome = scan(c, ranges, check, deadline=started + q.budget_s, cancel=cancel,
-                       max_records=q.scan_limit)
+                       max_records=q.scan_limit, arrow=True)
     result.scanned = outcome.scanned
     result.reason = outcome.reason
     newest = q.order == NEWEST

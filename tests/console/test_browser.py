@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest

@@ -15,8 +15,7 @@ import pytest
 from gregor.console.browse import BrowseQuery, plan_ranges
 from gregor.console.search import SearchQuery, search
 from gregor.client.consumer.offsets import OffsetAndTimestamp
-from tests.console.conftest import (LiveConsole, csrf, produce, settings_for, unique,
-                                    wait_for)
+from tests.console.conftest import LiveConsole, csrf, produce, settings_for
 
 
 def offsets(resp):
