@@ -265,3 +265,11 @@ def test_search_is_cancelled_when_the_client_goes_away(console_broker, topic_fac
             "gregor.console.search", fromlist=["search"]).search(s, q, c))
         r = httpx.get(f"{live.url}/api/topics/{t}/messages", params={"q": "a"}, timeout=20)
         assert r.status_code == 200 and len(r.json()["records"]) == 1
+
+
+def test_search_matches_characters_as_utf8(client, topic_factory):
+    t = topic_factory(1, records=["café".encode(), b"cafe", b"caf\xff"])
+    r = client.get(f"/api/topics/{t}/messages", params={"q": "^caf.$", "order": "oldest"})
+    assert [x["offset"] for x in r.json()["records"]] == [0, 1]
+    r = client.get(f"/api/topics/{t}/messages", params={"q": "é"})
+    assert [x["offset"] for x in r.json()["records"]] == [0]
