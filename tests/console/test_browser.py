@@ -65,7 +65,9 @@ def driver():
 
 @pytest.fixture(scope="module")
 def live(console_broker):
-    with LiveConsole(settings_for(console_broker, lag_interval_s=1.0)) as c:
+    metrics = f"http://127.0.0.1:{console_broker.metrics_port}/metrics"
+    with LiveConsole(settings_for(console_broker, lag_interval_s=1.0,
+                                  metrics_url=metrics)) as c:
         yield c
 
 
