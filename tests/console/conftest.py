@@ -33,7 +33,8 @@ def free_port() -> int:
 def console_broker(tmp_path_factory):
     b = BrokerProcess(tmp_path_factory.mktemp("console-broker") / "data",
                       metrics_port=free_port(),
-                      settings={"group.initial.rebalance.delay.ms": 0})
+                      settings={"group.initial.rebalance.delay.ms": 0,
+                                "group.consumer.heartbeat.interval.ms": 500})
     b.start()
     try:
         yield b

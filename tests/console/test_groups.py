@@ -168,3 +168,25 @@ def test_unknown_group_is_dead_with_nothing(client, path):
     assert r.status_code == 200
     if path.startswith("/api"):
         assert r.json()["state"] == "Dead" and r.json()["partitions"] == []
+
+
+def test_kip848_group_shows_as_consumer_type(client, console_broker, topic_factory):
+    confluent = pytest.importorskip("confluent_kafka")
+    t = topic_factory(2, records=[(None, b"v", None, 0), (None, b"w", None, 1)])
+    gid = unique("kip848")
+    c = confluent.Consumer({"bootstrap.servers": console_broker.bootstrap, "group.id": gid,
+                            "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                            "enable.auto.commit": False})
+    try:
+        c.subscribe([t])
+        wait_for(lambda: c.poll(0.2) is not None and False or c.assignment(),
+                 what="a KIP-848 assignment")
+        row = wait_for(lambda: group_row(client, gid), what="the sampler to list the group")
+        assert row["type"] == "consumer"
+        d = wait_for(lambda: (lambda d: d if d["members"] and d["members"][0]["assignment"]
+                              else None)(client.get(f"/api/groups/{gid}").json()),
+                     what="the member's assignment")
+        assert d["type"] == "consumer" and d["protocol_type"] == "consumer"
+        assert sorted(map(tuple, d["members"][0]["assignment"])) == [(t, 0), (t, 1)]
+    finally:
+        c.close()
