@@ -1,7 +1,9 @@
 """The console in a real headless Chromium (Debian's chromium + chromium-driver, driven by
 selenium): the cluster page, a topic, a search, the live tail receiving a record produced
 during the test, a group's offset reset changing its lag, the lag chart, read-only mode, and a
-record value `<script>` shown as text. Saves screenshots of the main pages to docs/console/.
+record value `<script>` shown as text. Saves screenshots of the main pages into a temporary
+directory, or into docs/console/ (the pictures docs/console.md shows) when
+GREGOR_UPDATE_SCREENSHOTS=1, so a test run leaves the checkout as it found it.
 
 Skips when Chromium or its driver is missing, and fails instead under CI=true (CI installs them
 with .ci/install-system-packages).
@@ -22,7 +24,8 @@ from tests.support.broker import REPO_ROOT
 
 CHROMIUM = os.environ.get("GREGOR_CHROMIUM", "/usr/bin/chromium")
 DRIVER = os.environ.get("GREGOR_CHROMEDRIVER", "/usr/bin/chromedriver")
-SHOTS = REPO_ROOT / "docs" / "console"
+SHOTS = (REPO_ROOT / "docs" / "console" if os.environ.get("GREGOR_UPDATE_SCREENSHOTS") == "1"
+         else Path(tempfile.mkdtemp(prefix="gregor-console-shots-")))
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--window-size=1280,860", "--hide-scrollbars"]
