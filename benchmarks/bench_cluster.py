@@ -26,7 +26,8 @@ Runs `gregor cluster --brokers 3` (ZooKeeper + three brokers on this machine) an
    machine with one client process it is reported, not judged).
 `--pause-rounds N` runs only issue 21's pause test instead: zookeeper.session.timeout.ms 3000,
 replica.lag.time.max.ms 4000, a topic with 3 partitions, RF 3, min.insync.replicas 2, an
-idempotent acks=all producer running; N rounds of a partition leader paused past its session;
+idempotent acks=all producer running; N rounds of a partition leader paused past its session
+(at least --pause-seconds, 5 by default, as in the issue);
 each round's times, every broker still serving at the end, nothing acknowledged lost or
 duplicated (exit code 1 otherwise).
 
@@ -284,10 +285,12 @@ class PauseWatch:
         self.zk.close()
 
 
-def pause_once(c: LocalCluster, w: PauseWatch, victim: int, limit: float = 60.0) -> dict:
-    """SIGSTOP `victim` until ZooKeeper expired its session and the others took over, SIGCONT,
-    then the seconds from SIGCONT until it registered again (new broker epoch), until it
-    answers Metadata, until every broker answers with every ISR full."""
+def pause_once(c: LocalCluster, w: PauseWatch, victim: int, min_pause: float = 0.0,
+               limit: float = 60.0) -> dict:
+    """SIGSTOP `victim` until ZooKeeper expired its session and the others took over (and at
+    least min_pause seconds), SIGCONT, then the seconds from SIGCONT until it registered again
+    (new broker epoch), until it answers Metadata, until every broker answers with every ISR
+    full."""
     epoch = w.epoch(victim)
     os.kill(c.pids[victim], signal.SIGSTOP)
     stopped = time.perf_counter()
@@ -296,6 +299,7 @@ def pause_once(c: LocalCluster, w: PauseWatch, victim: int, limit: float = 60.0)
                 w.epoch(victim) != -1 or w.controller() in (victim, -1) or any(
                 w.state(p)["leader"] == victim for p in range(w.partitions))):
             time.sleep(0.02)
+        time.sleep(max(0.0, stopped + min_pause - time.perf_counter()))
     finally:
         os.kill(c.pids[victim], signal.SIGCONT)
     resumed = time.perf_counter()
@@ -320,7 +324,7 @@ def fmt(x) -> str:
     return f"{x:.2f} s" if x is not None else "never"
 
 
-def pause_rounds(rounds: int) -> int:
+def pause_rounds(rounds: int, min_pause: float) -> int:
     """--pause-rounds N: the issue's setup (session 3 s, lag 4 s, 3 partitions, RF 3, min ISR
     2, an idempotent acks=all producer running); N rounds of a leader paused past its session,
     each round's broker serving again, every broker still serving at the end, nothing
@@ -363,8 +367,9 @@ def pause_rounds(rounds: int) -> int:
         t = threading.Thread(target=produce, daemon=True)
         t.start()
         print(f"\n{rounds} rounds: the leader of a partition SIGSTOPped until its ZooKeeper "
-              f"session ({session_ms} ms) expired and the others took over, then SIGCONT "
-              f"(replica.lag.time.max.ms {lag_ms}); seconds after SIGCONT:")
+              f"session ({session_ms} ms) expired and the others took over, at least "
+              f"{min_pause:g} s, then SIGCONT (replica.lag.time.max.ms {lag_ms}); seconds "
+              "after SIGCONT:")
         within = lag_ms / 1000 + 2
         for r in range(rounds):
             before = len(acked)
@@ -373,7 +378,7 @@ def pause_rounds(rounds: int) -> int:
                 time.sleep(0.05)
             victim = w.state(r % 3)["leader"]
             ctrl = w.controller()
-            got = pause_once(c, w, victim)
+            got = pause_once(c, w, victim, min_pause)
             ok = got.get("whole", 1e9) <= within
             print(f"  round {r + 1:2d}: broker {victim}{' (controller)' if victim == ctrl else ''}"
                   f" paused {got['paused']:.1f} s; registered again {fmt(got.get('registered'))}"
@@ -428,9 +433,11 @@ def main() -> int:
     ap.add_argument("--pause-rounds", type=int, default=0, metavar="N",
                     help="only run N rounds of a leader paused past its ZooKeeper session "
                          "(issue 21's setup) and report each broker's return to service")
+    ap.add_argument("--pause-seconds", type=float, default=5.0,
+                    help="with --pause-rounds: pause at least this long (issue 21: 5 s)")
     args = ap.parse_args()
     if args.pause_rounds:
-        return pause_rounds(args.pause_rounds)
+        return pause_rounds(args.pause_rounds, args.pause_seconds)
     c = LocalCluster(3).start()
     single = GregorBroker().start()
     try:
