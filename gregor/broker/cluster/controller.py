@@ -152,10 +152,11 @@ class Controller:
         bounced = bounced_brokers(self.known_epochs, snap.broker_epochs) \
             if self.known_epochs is not None else set()
         if bounced:
+            epochs = ", ".join(f"{self.known_epochs[b]} -> {snap.broker_epochs[b]}"
+                               for b in sorted(bounced))
             log.info("broker(s) %s registered again under a new ZooKeeper session (broker "
                      "epoch %s): handled as a failure followed by a startup",
-                     sorted(bounced), ", ".join(f"{self.known_epochs[b]} -> "
-                                                f"{snap.broker_epochs[b]}" for b in sorted(bounced)))
+                     sorted(bounced), epochs)
         deleted = await self._delete_marked(snap)
         updates, fresh = [], []
         for name, view in snap.topics.items():

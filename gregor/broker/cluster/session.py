@@ -9,10 +9,11 @@ thread saw what first.
 
 `on_event` turns a report into the `Transition`s the broker must act on, in order, or none (a
 duplicate or a stale report, which must change nothing: a LOST of a session already replaced
-must not take a re-registered broker out of service again). `on_deadline` does the same for the timer a
-suspension arms: a session cut off for a whole session timeout has been expired by ZooKeeper
-(it may not be able to tell us yet); the timer is tied to the suspension that armed it, so a
-timer left over from an earlier suspension, once the session is back or replaced, is stale.
+must not take a re-registered broker out of service again). `on_deadline` does the same for
+the timer a suspension arms: a session cut off for a whole session timeout has been expired
+by ZooKeeper (which may not be able to tell us yet); the timer is tied to the suspension that
+armed it, so a timer left over from an earlier suspension, once the session is back or
+replaced, is stale.
 """
 from __future__ import annotations
 

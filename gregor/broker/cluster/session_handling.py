@@ -31,7 +31,8 @@ from .session import CUT_OFF, EXPIRE, NEW_SESSION, RECONNECT, SUSPEND
 
 log = logging.getLogger("gregor.broker.cluster")
 
-REFUSAL = "this broker is out of the cluster until its ZooKeeper session is back; ask another broker"
+REFUSAL = ("this broker is out of the cluster until its ZooKeeper session is back; "
+           "ask another broker")
 
 
 class SessionHandlingMixin:
