@@ -25,6 +25,7 @@ from . import znodes as z
 from .assignment import AssignmentError, assign_replicas
 from .controller import Controller
 from .controller_requests import ControllerRequestsMixin
+from .errors import ClusterError
 from .isr_changes import IsrChangesMixin
 from .metadata_cache import apply_configs
 from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
@@ -37,9 +38,6 @@ GROUPS_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
 
 log = logging.getLogger("gregor.broker.cluster")
-
-class ClusterError(RuntimeError):
-    """The broker cannot join (refused id, foreign data directory, ZooKeeper unreachable)."""
 
 
 class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMixin):

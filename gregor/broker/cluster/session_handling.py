@@ -27,6 +27,7 @@ import asyncio
 import logging
 
 from . import znodes as z
+from .errors import ClusterError
 from .session import CUT_OFF, EXPIRE, NEW_SESSION, RECONNECT, SUSPEND
 
 log = logging.getLogger("gregor.broker.cluster")
@@ -176,7 +177,6 @@ class SessionHandlingMixin:
             self._refreshing = asyncio.get_running_loop().create_task(self._refresh_loop())
 
     async def _refresh_loop(self) -> None:
-        from .member import ClusterError
         backoff = 0.05
         while self._dirty and not self._closed:
             self._dirty = False
