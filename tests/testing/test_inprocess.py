@@ -1,0 +1,117 @@
+"""gregor.testing.Broker: the real broker on its own thread, reached by real clients; nothing
+left behind after stop()."""
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import threading
+
+import pytest
+
+from gregor.testing import Broker
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _temp_dirs() -> set[str]:
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("gregor-test-")}
+
+
+def test_hundred_start_stop_cycles_leave_no_threads_fds_or_directories():
+    # warm up once: process-wide singletons (e.g. the rolled-segment flusher) start here
+    with Broker() as b:
+        b.create_topic("warm")
+    threads = {t.ident for t in threading.enumerate()}
+    fds, dirs = _open_fds(), _temp_dirs()
+    seen_dirs = set()
+    for i in range(100):
+        with Broker() as b:
+            seen_dirs.add(str(b.data_dir))
+            if i % 10 == 0:          # now and then with a topic and a client connection
+                b.create_topic(f"t{i}", partitions=2)
+                from gregor.testing.wire import WireClient
+                with WireClient(b.port) as c:
+                    c.request("Metadata", 1, {"topics": None})
+    assert len(seen_dirs) == 100
+    assert {t.ident for t in threading.enumerate()} == threads, threading.enumerate()
+    assert _open_fds() <= fds, f"{_open_fds()} descriptors open, {fds} before the cycles"
+    assert _temp_dirs() == dirs
+    assert not any(os.path.exists(d) for d in seen_dirs)
+
+
+def test_given_data_dir_is_kept_and_restart_keeps_data_and_port(tmp_path):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    b = Broker(data_dir=tmp_path / "data").start()
+    try:
+        b.create_topic("kept")
+        p = Producer({"bootstrap.servers": b.bootstrap_servers})
+        p.produce("kept", b"before restart")
+        assert p.flush(10) == 0
+        port = b.port
+        b.restart()
+        assert b.port == port
+        c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "g",
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition("kept", 0, 0)])
+        msg = None
+        for _ in range(50):
+            msg = c.poll(0.2)
+            if msg is not None and not msg.error():
+                break
+        c.close()
+        assert msg is not None and msg.value() == b"before restart"
+    finally:
+        b.stop()
+    assert (tmp_path / "data" / "kept-0").is_dir()
+
+
+def test_works_with_kafka_python_and_aiokafka_next_to_the_tests_own_event_loop():
+    from kafka import KafkaConsumer, KafkaProducer
+    with Broker({"num.partitions": 2}) as b:
+        b.create_topic("mixed")
+        kp = KafkaProducer(bootstrap_servers=b.bootstrap_servers)
+        kp.send("mixed", b"from kafka-python").get(10)
+        kp.close()
+
+        async def with_aiokafka():   # the test's own loop; the broker has another
+            from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+            prod = AIOKafkaProducer(bootstrap_servers=b.bootstrap_servers)
+            await prod.start()
+            try:
+                await prod.send_and_wait("mixed", b"from aiokafka")
+            finally:
+                await prod.stop()
+            cons = AIOKafkaConsumer("mixed", bootstrap_servers=b.bootstrap_servers,
+                                    auto_offset_reset="earliest", group_id="mixed-readers")
+            await cons.start()
+            try:
+                got = []
+                while len(got) < 2:
+                    batch = await asyncio.wait_for(cons.getmany(timeout_ms=500), 20)
+                    got += [m.value for msgs in batch.values() for m in msgs]
+                return sorted(got)
+            finally:
+                await cons.stop()
+        assert asyncio.run(with_aiokafka()) == [b"from aiokafka", b"from kafka-python"]
+        kc = KafkaConsumer("mixed", bootstrap_servers=b.bootstrap_servers,
+                           auto_offset_reset="earliest", consumer_timeout_ms=3000)
+        assert sorted(m.value for m in kc) == [b"from aiokafka", b"from kafka-python"]
+        kc.close()
+
+
+def test_bad_settings_and_topics_fail_at_once_with_the_reason():
+    with pytest.raises(ValueError, match="did you mean num.partitions"):
+        Broker({"num.partitons": 3})
+    with Broker() as b:
+        b.create_topic("twice")
+        from gregor.protocol.errors import TopicAlreadyExistsError
+        with pytest.raises(TopicAlreadyExistsError, match="already exists"):
+            b.create_topic("twice")
+        assert b.topics() == ["twice"]
+        b.delete_topic("twice")
+        assert b.topics() == []
+    with pytest.raises(RuntimeError, match="not running"):
+        b.faults.push("Produce", ["NOT_LEADER_OR_FOLLOWER"])
