@@ -82,7 +82,7 @@ _ADD_PARTITIONS_V4 = Table(
     _lvl("topics", "name", "topic_results", "name"), _TXN_PARTS, error="partition_error_code",
     outer=_lvl("transactions", "transactional_id", "results_by_transaction",
                "transactional_id"), whole="top")
-_MARKERS = Table(_TOPICS, _lvl("partitions", None, "partitions", "partition_index"),
+_MARKERS = Table(_TOPICS, _INDEXES,
                  outer=_lvl("markers", "producer_id", "markers", "producer_id"))
 _CREATE_TOPICS = Table(_TOPICS, extra={"num_partitions": -1, "replication_factor": -1})
 _DELETE_TOPICS_V0 = Table(_lvl("topic_names", None, "responses", "name"))
