@@ -10,7 +10,9 @@ expiration) read time and schedule timers through the clock the broker is given;
 they use the loop and time.time() as always, so production pays nothing. With a ManualClock
 time stands still until advance(): the timers due on the way fire in order, each with the
 clock at its due time, on the broker's loop, and advance() returns once they have run (and
-the housekeeping they woke has had its turn).
+the housekeeping they woke has had its turn). What they start that waits for the disk (the
+abort of a timed-out transaction writes markers and fsyncs) finishes in real time after that:
+wait for its outcome, not for advance().
 
 Everything else keeps real time: the network, request timeouts, fsync, log retention, and the
 clients themselves (a client's own timers still run on the wall clock).

@@ -147,6 +147,7 @@ class Broker(FaultTarget):
             from .proxy import TcpProxy
             if self.proxy is None:
                 self.proxy = TcpProxy(None)
+            self.proxy.broker = self
             settings.setdefault("advertised.listeners",
                                 f"PLAINTEXT://127.0.0.1:{self.proxy.port}")
         config = BrokerConfig(settings)
