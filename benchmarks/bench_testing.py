@@ -1,0 +1,232 @@
+"""gregor.testing's costs, side by side in one run (never timed tests: see tests/testing).
+
+    .venv/bin/python benchmarks/bench_testing.py [--starts 30] [--cold 7] [--records 300000]
+
+1. In-process Broker: start() to the first Metadata answered to confluent-kafka (an
+   AdminClient's list_topics), and stop(): median and p90 over --starts cycles in this process
+   (gregor already imported), and over --cold fresh interpreters (each pays for importing the
+   broker), once with bytecode cached (as after pip install) and once without (as under
+   PYTHONDONTWRITEBYTECODE=1, when gregor runs from a source tree); for those also the CPU
+   time the process spent (all threads), which a loaded machine does not inflate.
+2. BrokerProcess: start to the first Metadata, and stop, beside it (a child interpreter).
+3. Per-test overhead of gregor_broker_session + unique_topic: pytest runs N trivial tests with
+   the fixture and N without; the difference of the median per-test times.
+4. Produce throughput (confluent-kafka, acks=1, linger.ms=5, 100-byte values) against a broker
+   process without the interceptor, with it installed and no fault set (no request log), and
+   with the default request log: msgs/s and the ratios to none; rounds alternate, best kept.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def summary(values: list[float]) -> str:
+    return (f"median {statistics.median(values) * 1000:7.1f} ms   "
+            f"p90 {pct(values, 0.9) * 1000:7.1f} ms   (n={len(values)})")
+
+
+def metadata(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient
+    AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30)
+
+
+# -- 1. in-process starts -------------------------------------------------------------------
+
+def warm_starts(n: int) -> tuple[list[float], list[float]]:
+    from gregor.testing import Broker
+    with Broker() as b:                      # imports, first-use singletons
+        metadata(b.bootstrap_servers)
+    starts, stops = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        b = Broker().start()
+        metadata(b.bootstrap_servers)
+        t1 = time.perf_counter()
+        b.stop()
+        starts.append(t1 - t0)
+        stops.append(time.perf_counter() - t1)
+    return starts, stops
+
+
+COLD = textwrap.dedent("""
+    import json, time
+    t0 = time.perf_counter()
+    from gregor.testing import Broker
+    from confluent_kafka.admin import AdminClient
+    t1, c1 = time.perf_counter(), time.process_time()
+    b = Broker().start()
+    t2 = time.perf_counter()
+    AdminClient({"bootstrap.servers": b.bootstrap_servers}).list_topics(timeout=30)
+    t3, c3 = time.perf_counter(), time.process_time()
+    b.stop()
+    t4 = time.perf_counter()
+    print(json.dumps({"imports": t1 - t0, "start": t2 - t1, "metadata": t3 - t2,
+                      "to_metadata": t3 - t1, "cpu": c3 - c1, "stop": t4 - t3}))
+""")
+
+
+def cold_starts(n: int, cached: bool) -> list[dict]:
+    env = dict(os.environ)
+    pyc = tempfile.mkdtemp(prefix="bench-pyc-")
+    if cached:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pyc
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    runs = []
+    for i in range(n + (1 if cached else 0)):   # a cached run first fills the cache
+        out = subprocess.run([sys.executable, "-c", COLD], env=env, capture_output=True,
+                             text=True, check=True, cwd=str(REPO)).stdout
+        if cached and i == 0:
+            continue
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    return runs
+
+
+# -- 2. process broker ------------------------------------------------------------------------
+
+def process_starts(n: int, faults: bool) -> tuple[list[float], list[float]]:
+    from gregor.testing import BrokerProcess
+    starts, stops = [], []
+    for _ in range(n):
+        b = BrokerProcess(faults=faults)
+        t0 = time.perf_counter()
+        b.start()
+        metadata(b.bootstrap_servers)
+        t1 = time.perf_counter()
+        b.stop()
+        stops.append(time.perf_counter() - t1)
+        starts.append(t1 - t0)
+        b.close()
+    return starts, stops
+
+
+# -- 3. per-test overhead -------------------------------------------------------------------
+
+def per_test_overhead(n: int) -> tuple[float, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-plugin-"))
+    (tmp / "test_with.py").write_text(
+        f"import pytest\n@pytest.mark.parametrize('i', range({n}))\n"
+        "def test_with(gregor_broker_session, unique_topic, i):\n    assert unique_topic\n")
+    (tmp / "test_without.py").write_text(
+        f"import pytest\n@pytest.mark.parametrize('i', range({n}))\n"
+        "def test_without(i):\n    assert i >= 0\n")
+    report = tmp / "report.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    f"--junitxml={report}", str(tmp)], cwd=str(tmp), check=True,
+                   capture_output=True)
+    times = {"with": [], "without": []}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        kind = "with" if case.get("name").startswith("test_with[") else "without"
+        times[kind].append(float(case.get("time")))
+    return statistics.median(times["with"]), statistics.median(times["without"])
+
+
+# -- 4. produce throughput --------------------------------------------------------------------
+
+def produce_rate(bootstrap: str, topic: str, records: int) -> float:
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
+                  "queue.buffering.max.messages": 1_000_000})
+    value = b"v" * 100
+    t0 = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                p.produce(topic, value, key=b"k%09d" % i, partition=0)
+                break
+            except BufferError:
+                p.poll(0.01)
+    p.flush(120)
+    return records / (time.perf_counter() - t0)
+
+
+def produce_ratios(records: int, repeat: int) -> dict[str, float]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from gregor.testing import BrokerProcess
+    kinds = {"none": dict(faults=False), "installed, no fault": dict(
+        faults=True, env={"GREGOR_TESTING_REQUEST_LOG": "0"}),
+        "installed + request log": dict(faults=True)}
+    brokers = {k: BrokerProcess(**v).start() for k, v in kinds.items()}
+    best: dict[str, float] = {k: 0.0 for k in kinds}
+    try:
+        for r in range(repeat):
+            for kind, b in brokers.items():
+                topic = f"bench-{r}"
+                admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+                for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+                    f.result(30)
+                best[kind] = max(best[kind], produce_rate(b.bootstrap_servers, topic, records))
+    finally:
+        for b in brokers.values():
+            b.close()
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--starts", type=int, default=30)
+    ap.add_argument("--cold", type=int, default=7)
+    ap.add_argument("--process", type=int, default=5)
+    ap.add_argument("--tests", type=int, default=200)
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    print("1. in-process Broker: start() to the first Metadata answered to confluent-kafka")
+    starts, stops = warm_starts(args.starts)
+    print(f"   in this process (gregor imported): {summary(starts)}")
+    print(f"   stop():                            {summary(stops)}")
+    for cached in (True, False):
+        runs = cold_starts(args.cold, cached)
+        label = "bytecode cached" if cached else "no bytecode cache"
+        print(f"   fresh interpreter, {label:17s}: "
+              f"{summary([r['to_metadata'] for r in runs])}")
+        print(f"      of which start() {statistics.median([r['start'] for r in runs]) * 1000:.1f}"
+              f" ms, metadata {statistics.median([r['metadata'] for r in runs]) * 1000:.1f} ms;"
+              f" before it, import gregor.testing + confluent_kafka "
+              f"{statistics.median([r['imports'] for r in runs]) * 1000:.1f} ms; stop "
+              f"{statistics.median([r['stop'] for r in runs]) * 1000:.1f} ms; CPU time to the "
+              f"Metadata {statistics.median([r['cpu'] for r in runs]) * 1000:.1f} ms "
+              "(steadier than wall time on a shared machine)")
+
+    print("2. BrokerProcess: start to the first Metadata, and stop")
+    for faults in (False, True):
+        s, t = process_starts(args.process, faults)
+        label = "with control channel" if faults else "plain gregor broker "
+        print(f"   {label}: start {summary(s)}; stop median {statistics.median(t) * 1000:.0f} ms")
+
+    print("3. per-test overhead of gregor_broker_session + unique_topic")
+    with_, without = per_test_overhead(args.tests)
+    print(f"   median per test {with_ * 1000:.2f} ms with, {without * 1000:.2f} ms without: "
+          f"overhead {(with_ - without) * 1000:.2f} ms")
+
+    print(f"4. produce throughput, {args.records} records, best of {args.repeat}")
+    rates = produce_ratios(args.records, args.repeat)
+    base = rates["none"]
+    for kind, rate in rates.items():
+        print(f"   {kind:24s}: {rate:10,.0f} msgs/s   ratio to none {rate / base:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
