@@ -121,23 +121,42 @@ def process_starts(n: int, faults: bool) -> tuple[list[float], list[float]]:
 
 # -- 3. per-test overhead -------------------------------------------------------------------
 
+_TIMING_CONFTEST = """
+import json, os, time
+import pytest
+_times = {}
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    t0 = time.perf_counter()
+    yield
+    _times[item.nodeid] = time.perf_counter() - t0
+
+def pytest_sessionfinish(session):
+    with open(os.environ["BENCH_TIMES"], "w") as f:
+        json.dump(_times, f)
+"""
+
+
 def per_test_overhead(n: int) -> tuple[float, float]:
+    """Median time per test (setup, call and teardown) with and without the fixtures; the
+    first test with them, which starts the session broker, is left out."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-plugin-"))
+    (tmp / "conftest.py").write_text(_TIMING_CONFTEST)
     (tmp / "test_with.py").write_text(
-        f"import pytest\n@pytest.mark.parametrize('i', range({n}))\n"
+        f"import pytest\n@pytest.mark.parametrize('i', range({n + 1}))\n"
         "def test_with(gregor_broker_session, unique_topic, i):\n    assert unique_topic\n")
     (tmp / "test_without.py").write_text(
         f"import pytest\n@pytest.mark.parametrize('i', range({n}))\n"
         "def test_without(i):\n    assert i >= 0\n")
-    report = tmp / "report.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    f"--junitxml={report}", str(tmp)], cwd=str(tmp), check=True,
-                   capture_output=True)
-    times = {"with": [], "without": []}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        kind = "with" if case.get("name").startswith("test_with[") else "without"
-        times[kind].append(float(case.get("time")))
-    return statistics.median(times["with"]), statistics.median(times["without"])
+    times_file = tmp / "times.json"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp)],
+                   cwd=str(tmp), check=True, capture_output=True,
+                   env=dict(os.environ, BENCH_TIMES=str(times_file)))
+    times = json.loads(times_file.read_text())
+    with_ = [t for k, t in times.items() if "test_with[" in k and not k.endswith("[0]")]
+    without = [t for k, t in times.items() if "test_without[" in k]
+    return statistics.median(with_), statistics.median(without)
 
 
 # -- 4. produce throughput --------------------------------------------------------------------
@@ -192,6 +211,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times grow "
+          "with it; CPU times do not)")
     print("1. in-process Broker: start() to the first Metadata answered to confluent-kafka")
     starts, stops = warm_starts(args.starts)
     print(f"   in this process (gregor imported): {summary(starts)}")
@@ -218,7 +239,9 @@ def main() -> int:
     print("3. per-test overhead of gregor_broker_session + unique_topic")
     with_, without = per_test_overhead(args.tests)
     print(f"   median per test {with_ * 1000:.2f} ms with, {without * 1000:.2f} ms without: "
-          f"overhead {(with_ - without) * 1000:.2f} ms")
+          f"overhead {(with_ - without) * 1000:.2f} ms (creating a topic fsyncs the topic "
+          "list and its directory, as every CreateTopics does)")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
     print(f"4. produce throughput, {args.records} records, best of {args.repeat}")
     rates = produce_ratios(args.records, args.repeat)

@@ -294,13 +294,15 @@ class Interceptor:
         return rule is not None and rule.gate.wait(n, timeout)
 
     def close(self) -> None:
-        """Broker stopping: let held requests go and end dropped ones, so no connection waits
-        for them (shutdown drains every pending response)."""
+        """Broker stopping: end held and dropped requests unanswered (their connections
+        close), so shutdown, which drains every pending response, does not wait for them."""
         self.closed = True
         for rules in self.rules.values():
             for rule in rules:
                 if rule.gate is not None:
-                    rule.gate.release(None)
+                    rule.gate.open = True
+                    while rule.gate.held:
+                        rule.gate.held.popleft().cancel()
         for fut in self._stuck:
             if not fut.done():
                 fut.cancel()

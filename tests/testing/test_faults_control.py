@@ -161,3 +161,17 @@ def test_bad_input_fails_at_once_with_the_valid_names(broker):
         broker.intercept("Produce", "not callable")
     with pytest.raises(ValueError, match="unknown API key 999"):
         broker.hold(999)
+
+
+def test_stopping_with_a_held_request_does_not_handle_it(tmp_path):
+    with Broker(data_dir=tmp_path / "data") as b:
+        gate = b.hold("CreateTopics")
+        with WireClient(b.port) as c:
+            c.send("CreateTopics", 1, {"topics": [{"name": "never", "num_partitions": 1,
+                                                    "replication_factor": 1}],
+                                       "timeout_ms": 1000})
+            gate.wait_arrived(1)
+            b.stop()                          # the held request ends unanswered
+            assert c.is_closed()
+        b.start()
+        assert b.topics() == []
