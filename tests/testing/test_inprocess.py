@@ -115,3 +115,33 @@ def test_bad_settings_and_topics_fail_at_once_with_the_reason():
         assert b.topics() == []
     with pytest.raises(RuntimeError, match="not running"):
         b.faults.push("Produce", ["NOT_LEADER_OR_FOLLOWER"])
+
+
+def test_kcat_and_gregors_own_clients_reach_it():
+    import shutil
+    import subprocess
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("kcat is required in CI (.ci/install-system-packages installs it)")
+        pytest.skip("kcat is not installed (apt-get install kcat)")
+    from gregor import Consumer, Producer
+    with Broker() as b:
+        b.create_topic("cat")
+        subprocess.run([kcat, "-b", b.bootstrap_servers, "-P", "-t", "cat", "-p", "0"],
+                       input=b"from kcat\n", check=True, timeout=60)
+        p = Producer({"bootstrap.servers": b.bootstrap_servers})
+        p.send("cat", b"from gregor", partition=0).get(20)
+        p.close()
+        out = subprocess.run([kcat, "-b", b.bootstrap_servers, "-C", "-t", "cat", "-e",
+                              "-f", "%s\n"], capture_output=True, check=True, timeout=60)
+        assert out.stdout.split(b"\n")[:2] == [b"from kcat", b"from gregor"]
+        c = Consumer({"bootstrap.servers": b.bootstrap_servers})
+        c.assign([("cat", 0, 0)])
+        got = []
+        for _ in range(100):
+            got += [r.value for r in c.poll(0.2)]
+            if len(got) >= 2:
+                break
+        c.close()
+        assert got == [b"from kcat", b"from gregor"]

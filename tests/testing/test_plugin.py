@@ -57,3 +57,13 @@ def test_bad_marker(gregor_broker):
                          capture_output=True, text=True, cwd=str(tmp_path), timeout=300)
     assert "2 passed" in run.stdout and "1 error" in run.stdout, run.stdout[-3000:]
     assert "gregor_config takes one dict of broker settings" in run.stdout
+
+
+def test_gregor_proxy_fronts_a_broker_that_advertises_it(gregor_proxy):
+    from kafka import KafkaProducer
+    assert gregor_proxy.bootstrap_servers == gregor_proxy.broker.bootstrap_servers
+    gregor_proxy.broker.create_topic("proxied")
+    producer = KafkaProducer(bootstrap_servers=gregor_proxy.bootstrap_servers)
+    assert producer.send("proxied", b"via the proxy").get(10).offset == 0
+    producer.close()
+    assert gregor_proxy.broker.requests("Produce")[0].client_id.startswith("kafka-python")
