@@ -106,7 +106,7 @@ class Faults:
         `topic` (and `partition`), only the partitions named get the error, one per request
         that names them; the request's other partitions are handled as usual. A faulted
         request or partition is not applied. "NONE" in the list lets one request through."""
-        key = names.api_key(api)
+        key = _served(self._backend, api)
         if isinstance(errors, (str, int)):
             errors = [errors]
         codes = [names.error_code(e) for e in errors]
@@ -132,7 +132,7 @@ class Faults:
 
     def delay(self, api: int | str, seconds: float, *, count: int | None = None) -> Fault:
         """Handle the next `count` requests (None: all, until removed) `seconds` late."""
-        key = names.api_key(api)
+        key = _served(self._backend, api)
         if not isinstance(seconds, (int, float)) or seconds < 0:
             raise ValueError(f"delay needs seconds >= 0, got {seconds!r}")
         _check_count(count, allow_none=True)
@@ -143,14 +143,14 @@ class Faults:
         """Leave the next `count` requests unanswered and unhandled; their connection's later
         requests wait behind them, as behind a lost request (the client's request timeout
         is what ends it)."""
-        key = names.api_key(api)
+        key = _served(self._backend, api)
         _check_count(count)
         rule = self._backend.call("add_rule", key, "drop", count=count)
         return Fault(self._backend, rule, f"drop({names.api_name(key)!r})")
 
     def close(self, api: int | str, *, count: int = 1) -> Fault:
         """Close the connection of the next `count` requests instead of handling them."""
-        key = names.api_key(api)
+        key = _served(self._backend, api)
         _check_count(count)
         rule = self._backend.call("add_rule", key, "close", count=count)
         return Fault(self._backend, rule, f"close({names.api_name(key)!r})")
@@ -158,6 +158,16 @@ class Faults:
     def clear(self) -> None:
         """Remove every fault, gate, intercept and version limit."""
         self._backend.call("clear")
+
+
+def _served(backend, api) -> int:
+    """The key of `api`, which this broker must serve (else a fault on it could never fire)."""
+    key = names.api_key(api)
+    served = backend.call("served_versions")
+    if key not in served:
+        raise ValueError(f"this broker does not serve {names.api_name(key)}; it serves "
+                         + ", ".join(sorted(names.api_name(k) for k in served)))
+    return key
 
 
 def _check_count(count, allow_none: bool = False) -> None:
@@ -180,8 +190,8 @@ class FaultTarget:
 
     def hold(self, api: int | str) -> Gate:
         """A gate holding every request of `api` until released (see Gate)."""
-        key = names.api_key(api)
         backend = self._fault_backend()
+        key = _served(backend, api)
         return Gate(backend, backend.call("add_rule", key, "hold"), names.api_name(key))
 
     def intercept(self, api: int | str, fn: Callable) -> Fault:
@@ -189,10 +199,10 @@ class FaultTarget:
         decoded request (a dict in gregor's schema form, with .api, .version, .client_id,
         .connection) and returns a response dict, PASS (edits to the request are kept), DROP
         or CLOSE, or an awaitable of one. It runs on the broker's thread: keep it short."""
-        key = names.api_key(api)
         if not callable(fn):
             raise TypeError(f"intercept() needs a function of the request, got {fn!r}")
         backend = self._fault_backend()
+        key = _served(backend, api)
         rule = backend.call("add_rule", key, "intercept", fn=backend.callable(fn))
         return Fault(backend, rule, f"intercept({names.api_name(key)!r}, {fn!r})")
 

@@ -488,6 +488,10 @@ class Interceptor:
 
     def _drop(self, handler, ctx, body):
         """No answer and not handled; the connection's later requests wait behind it."""
+        for conn in [c for c in self._waiting if c.closed]:     # gone: forget them
+            for _h, _c, _b, fut in self._waiting.pop(conn):
+                if fut is not None:
+                    fut.cancel()
         fut = asyncio.get_running_loop().create_future()
         self._stuck.add(fut)
         fut.add_done_callback(self._stuck.discard)

@@ -175,3 +175,14 @@ def test_stopping_with_a_held_request_does_not_handle_it(tmp_path):
             assert c.is_closed()
         b.start()
         assert b.topics() == []
+
+
+def test_faults_on_an_api_the_broker_does_not_serve_are_refused():
+    from gregor.testing.faults import Faults
+
+    class OnlyProduce:                        # a broker serving Produce alone
+        def call(self, method, *args, **kwargs):
+            assert method == "served_versions"
+            return {0: (3, 9)}
+    with pytest.raises(ValueError, match="does not serve Fetch; it serves Produce"):
+        Faults(OnlyProduce()).push("Fetch", ["NOT_LEADER_OR_FOLLOWER"])
