@@ -13,7 +13,8 @@
    the fixture and N without; the difference of the median per-test times.
 4. Produce throughput (confluent-kafka, acks=1, linger.ms=5, 100-byte values) against a broker
    process without the interceptor, with it installed and no fault set (no request log), and
-   with the default request log: msgs/s and the ratios to none; rounds alternate, best kept.
+   with the default request log: msgs/s and the broker's CPU seconds, with their ratios to
+   none; rounds alternate, the best of each kept (CPU is the steadier figure under load).
 """
 from __future__ import annotations
 
@@ -54,16 +55,18 @@ def warm_starts(n: int) -> tuple[list[float], list[float]]:
     from gregor.testing import Broker
     with Broker() as b:                      # imports, first-use singletons
         metadata(b.bootstrap_servers)
-    starts, stops = [], []
+    starts, stops, alone = [], [], []
     for _ in range(n):
         t0 = time.perf_counter()
         b = Broker().start()
+        ta = time.perf_counter()
         metadata(b.bootstrap_servers)
         t1 = time.perf_counter()
         b.stop()
         starts.append(t1 - t0)
+        alone.append(ta - t0)
         stops.append(time.perf_counter() - t1)
-    return starts, stops
+    return starts, stops, alone
 
 
 COLD = textwrap.dedent("""
@@ -161,10 +164,10 @@ def per_test_overhead(n: int) -> tuple[float, float]:
 
 # -- 4. produce throughput --------------------------------------------------------------------
 
-def produce_rate(bootstrap: str, topic: str, records: int) -> float:
+def produce_rate(bootstrap: str, topic: str, records: int, extra: dict) -> float:
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
-                  "queue.buffering.max.messages": 1_000_000})
+                  "queue.buffering.max.messages": 1_000_000, **extra})
     value = b"v" * 100
     t0 = time.perf_counter()
     for i in range(records):
@@ -178,7 +181,13 @@ def produce_rate(bootstrap: str, topic: str, records: int) -> float:
     return records / (time.perf_counter() - t0)
 
 
-def produce_ratios(records: int, repeat: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of a process (and its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def produce_ratios(records: int, repeat: int, extra: dict) -> dict[str, tuple[float, float]]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from gregor.testing import BrokerProcess
@@ -187,18 +196,22 @@ def produce_ratios(records: int, repeat: int) -> dict[str, float]:
         "installed + request log": dict(faults=True)}
     brokers = {k: BrokerProcess(**v).start() for k, v in kinds.items()}
     best: dict[str, float] = {k: 0.0 for k in kinds}
+    cpu: dict[str, float] = {k: float("inf") for k in kinds}
     try:
         for r in range(repeat):
             for kind, b in brokers.items():
-                topic = f"bench-{r}"
+                topic = f"bench-{r}-{len(extra)}"
                 admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
                 for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
                     f.result(30)
-                best[kind] = max(best[kind], produce_rate(b.bootstrap_servers, topic, records))
+                c0 = cpu_seconds(b.pid)
+                best[kind] = max(best[kind], produce_rate(b.bootstrap_servers, topic, records,
+                                                          extra))
+                cpu[kind] = min(cpu[kind], cpu_seconds(b.pid) - c0)
     finally:
         for b in brokers.values():
             b.close()
-    return best
+    return {k: (best[k], cpu[k]) for k in kinds}
 
 
 def main() -> int:
@@ -214,8 +227,10 @@ def main() -> int:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times grow "
           "with it; CPU times do not)")
     print("1. in-process Broker: start() to the first Metadata answered to confluent-kafka")
-    starts, stops = warm_starts(args.starts)
+    starts, stops, alone = warm_starts(args.starts)
     print(f"   in this process (gregor imported): {summary(starts)}")
+    print(f"      of which start() alone:         {summary(alone)} (the rest is the client's "
+          "own set-up and round trip)")
     print(f"   stop():                            {summary(stops)}")
     for cached in (True, False):
         runs = cold_starts(args.cold, cached)
@@ -243,11 +258,16 @@ def main() -> int:
           "list and its directory, as every CreateTopics does)")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
-    print(f"4. produce throughput, {args.records} records, best of {args.repeat}")
-    rates = produce_ratios(args.records, args.repeat)
-    base = rates["none"]
-    for kind, rate in rates.items():
-        print(f"   {kind:24s}: {rate:10,.0f} msgs/s   ratio to none {rate / base:.3f}")
+    for label, records, extra in (
+            (f"{args.records} records batched (linger.ms=5)", args.records, {}),
+            (f"{args.records // 15} records, one per request", args.records // 15,
+             {"linger.ms": 0, "batch.num.messages": 1, "max.in.flight": 5})):
+        print(f"4. produce throughput, {label}, best of {args.repeat}")
+        rates = produce_ratios(records, args.repeat, extra)
+        base, base_cpu = rates["none"]
+        for kind, (rate, cpu) in rates.items():
+            print(f"   {kind:24s}: {rate:10,.0f} msgs/s (ratio to none {rate / base:.3f});  "
+                  f"broker CPU {cpu:.2f} s (ratio {cpu / base_cpu:.3f})")
     return 0
 
 
