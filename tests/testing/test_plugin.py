@@ -67,3 +67,23 @@ def test_gregor_proxy_fronts_a_broker_that_advertises_it(gregor_proxy):
     assert producer.send("proxied", b"via the proxy").get(10).offset == 0
     producer.close()
     assert gregor_proxy.broker.requests("Produce")[0].client_id.startswith("kafka-python")
+
+
+def test_without_zookeeper_one_line_then_skip_or_fail_in_ci(tmp_path, monkeypatch):
+    from gregor.broker.cluster import zookeeper_server
+    from gregor.testing import Cluster, ZooKeeperMissing
+    monkeypatch.setattr(zookeeper_server, "missing_reason",
+                        lambda: "java is not installed (apt-get install default-jre-headless)")
+    with pytest.raises(ZooKeeperMissing, match="ZooKeeper is needed here: java is not"):
+        Cluster(brokers=1)
+    (tmp_path / "test_needs_zk.py").write_text(
+        "def test_cluster(gregor_cluster):\n    assert gregor_cluster\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "CI"}
+    env["PATH"] = str(tmp_path)                        # no java on it
+    base = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+            str(tmp_path)]
+    user = subprocess.run(base, capture_output=True, text=True, cwd=str(tmp_path), env=env)
+    assert "1 skipped" in user.stdout and "needs ZooKeeper: java is not installed" in user.stdout
+    ours = subprocess.run(base + ["-o", "gregor_require_zookeeper=true"], capture_output=True,
+                          text=True, cwd=str(tmp_path), env=dict(env, CI="true"))
+    assert "1 error" in ours.stdout and "ZooKeeper is required here" in ours.stdout, ours.stdout
