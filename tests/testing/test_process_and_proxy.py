@@ -76,10 +76,11 @@ def test_process_broker_faults_hold_intercept_and_log(process):
         process.faults.push("Fetchh", ["NONE"])
 
 
-def test_kill_pause_and_restart_on_the_same_port(tmp_path):
-    b = BrokerProcess(tmp_path / "data").start()
+def test_kill_pause_and_restart_on_the_same_port_behind_a_proxy(tmp_path):
+    b = BrokerProcess(tmp_path / "data", proxy=True).start()
     try:
-        port = b.port
+        port, bootstrap = b.port, b.bootstrap_servers
+        assert bootstrap == b.proxy.address
         assert produce(b.bootstrap_servers, "crash", [b"a"], acks="all") == [(None, 0)]
         b.pause()
         with WireClient(port) as c:       # a paused broker accepts nothing it can answer
@@ -89,8 +90,15 @@ def test_kill_pause_and_restart_on_the_same_port(tmp_path):
             c.receive("ApiVersions", 0)
         assert b.kill() == -9
         b.start()
-        assert b.port == port
+        assert (b.port, b.bootstrap_servers) == (port, bootstrap)
         assert consume(b.bootstrap_servers, "crash", 1) == [b"a"]
+        b.proxy.blackhole()               # clients only know the proxy: nothing gets through
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 1500})
+        reports = []
+        p.produce("crash", b"lost", on_delivery=lambda e, m: reports.append(e))
+        p.flush(10)
+        assert reports and reports[0] is not None
     finally:
         b.close()
 
