@@ -27,7 +27,6 @@ import sys
 import tempfile
 import textwrap
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]

@@ -35,10 +35,10 @@ _EXPORTS = {
     "Faults": "gregor.testing.faults",
     "Fault": "gregor.testing.faults",
     "Gate": "gregor.testing.faults",
-    "Request": "gregor.testing.interceptor",
-    "PASS": "gregor.testing.interceptor",
-    "DROP": "gregor.testing.interceptor",
-    "CLOSE": "gregor.testing.interceptor",
+    "Request": "gregor.testing.request",
+    "PASS": "gregor.testing.request",
+    "DROP": "gregor.testing.request",
+    "CLOSE": "gregor.testing.request",
     "WireClient": "gregor.testing.wire",
 }
 

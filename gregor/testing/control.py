@@ -145,7 +145,7 @@ class RemoteFunction:
         self.server: ControlServer | None = None
 
     def __call__(self, request):
-        from .interceptor import PASS
+        from .request import PASS
         loop = asyncio.get_running_loop()
 
         async def ask():
@@ -228,7 +228,7 @@ class RemoteBackend:
         return RemoteFunction(fn_id)
 
     def _answer(self, sock: socket.socket) -> None:
-        from .interceptor import PASS
+        from .request import PASS
         try:
             while True:
                 fn_id, request = recv(sock)
