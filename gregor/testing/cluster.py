@@ -157,6 +157,8 @@ class Cluster(BrokerCluster):
         its own), else one is started and stopped with the cluster."""
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        from .inprocess import check_settings
+        config = check_settings(config)          # a typo fails here, not in N processes
         self._tmp = None
         if data_dir is None:
             self._tmp = tempfile.mkdtemp(prefix="gregor-cluster-")

@@ -141,6 +141,7 @@ class Interceptor:
         self._by_id: dict[int, Rule] = {}
         self._waiting: dict = {}            # connection -> deque of requests behind a deferred one
         self._stuck: set[asyncio.Future] = set()     # dropped requests' futures
+        self._deferring: set[asyncio.Future] = set()  # delays, holds and awaited intercepts
         self._server = None
         self._unsupported = None
         self.closed = False
@@ -234,7 +235,7 @@ class Interceptor:
                     rule.gate.open = True
                     while rule.gate.held:
                         rule.gate.held.popleft().cancel()
-        for fut in self._stuck:
+        for fut in [*self._stuck, *self._deferring]:
             if not fut.done():
                 fut.cancel()
         self._stuck.clear()
@@ -437,6 +438,8 @@ class Interceptor:
         self._waiting.setdefault(conn, deque())
         out = None if _no_answer(handler, body) else loop.create_future()
         task = asyncio.ensure_future(waitable)
+        self._deferring.add(task)
+        task.add_done_callback(self._deferring.discard)
 
         def done(t):
             queue = self._waiting.pop(conn, None)

@@ -114,7 +114,10 @@ def pytest_runtest_teardown(item) -> None:
 def gregor_broker_process(request):
     """A gregor broker process for this test (kill(), pause(), restart(), faults)."""
     from .process import BrokerProcess
-    settings, _options_ = _options(request)
+    settings, options = _options(request)
+    if options.get("clock") is not None:
+        raise pytest.UsageError("gregor_config(clock=...) drives an in-process broker "
+                                "(gregor_broker, gregor_proxy), not a broker process")
     with BrokerProcess(config=settings) as broker:
         yield broker
 
@@ -136,6 +139,9 @@ def gregor_cluster(request, gregor_zookeeper):
     the session's ZooKeeper, fresh for this test."""
     from .cluster import Cluster
     settings, options = _options(request)
+    if options.get("clock") is not None:
+        raise pytest.UsageError("gregor_config(clock=...) drives an in-process broker "
+                                "(gregor_broker, gregor_proxy), not a cluster's processes")
     cluster = Cluster(options.get("brokers", 3), settings, zookeeper=gregor_zookeeper)
     try:
         cluster.start()

@@ -49,7 +49,9 @@ class BrokerProcess(FaultTarget):
             data_dir = Path(self._tmp) / "data"
         self.data_dir = Path(data_dir)
         self.settings = dict(settings or {})
-        self.settings.update(config or {})
+        if config:
+            from .inprocess import check_settings
+            self.settings.update(check_settings(config))     # a typo fails here, not later
         self.extra_args = list(extra_args)
         self.broker_id = broker_id
         self.metrics_port = metrics_port

@@ -186,3 +186,18 @@ def test_faults_on_an_api_the_broker_does_not_serve_are_refused():
             return {0: (3, 9)}
     with pytest.raises(ValueError, match="does not serve Fetch; it serves Produce"):
         Faults(OnlyProduce()).push("Fetch", ["NOT_LEADER_OR_FOLLOWER"])
+
+
+def test_stopping_with_a_long_delay_pending_ends_it(tmp_path):
+    # shutdown drains pending responses for up to gregor.shutdown.timeout.ms: were the delayed
+    # request left waiting, stop() would take the whole (pytest-timeout-long) hour
+    b = Broker({"gregor.shutdown.timeout.ms": 3600_000}).start()
+    b.faults.delay("Metadata", 3600)
+    with WireClient(b.port) as c:
+        c.send("Metadata", 1, METADATA_ALL)
+        for _ in range(200):             # until the broker has the request
+            if b.requests("Metadata"):
+                break
+            select.select([], [], [], 0.01)
+        b.stop()                         # does not wait an hour: the delayed request ends
+        assert c.is_closed()
