@@ -4,42 +4,57 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
-import threading
 
 import pytest
 
 from gregor.testing import Broker
 
 
-def _open_fds() -> int:
+_CYCLES = """
+import json, os, tempfile, threading
+from gregor.testing import Broker
+from gregor.testing.wire import WireClient
+
+def fds():
     return len(os.listdir("/proc/self/fd"))
 
-
-def _temp_dirs() -> set[str]:
+def temp_dirs():
     return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("gregor-test-")}
+
+with Broker() as b:      # warm up: process-wide singletons (the rolled-segment flusher) start
+    b.create_topic("warm")
+threads = {t.ident for t in threading.enumerate()}
+before_fds, before_dirs = fds(), temp_dirs()
+seen = set()
+for i in range(100):
+    with Broker() as b:
+        seen.add(str(b.data_dir))
+        if i % 10 == 0:          # now and then with topics and a client connection
+            b.create_topic(f"t{i}", partitions=2)
+            with WireClient(b.port) as c:
+                c.request("Metadata", 1, {"topics": None})
+print(json.dumps({
+    "brokers": len(seen),
+    "new_threads": sorted(t.name for t in threading.enumerate() if t.ident not in threads),
+    "fds": [before_fds, fds()],
+    "new_dirs": sorted(temp_dirs() - before_dirs),
+    "left": sorted(d for d in seen if os.path.exists(d))}))
+"""
 
 
 def test_hundred_start_stop_cycles_leave_no_threads_fds_or_directories():
-    # warm up once: process-wide singletons (e.g. the rolled-segment flusher) start here
-    with Broker() as b:
-        b.create_topic("warm")
-    threads = {t.ident for t in threading.enumerate()}
-    fds, dirs = _open_fds(), _temp_dirs()
-    seen_dirs = set()
-    for i in range(100):
-        with Broker() as b:
-            seen_dirs.add(str(b.data_dir))
-            if i % 10 == 0:          # now and then with a topic and a client connection
-                b.create_topic(f"t{i}", partitions=2)
-                from gregor.testing.wire import WireClient
-                with WireClient(b.port) as c:
-                    c.request("Metadata", 1, {"topics": None})
-    assert len(seen_dirs) == 100
-    assert {t.ident for t in threading.enumerate()} == threads, threading.enumerate()
-    assert _open_fds() <= fds, f"{_open_fds()} descriptors open, {fds} before the cycles"
-    assert _temp_dirs() == dirs
-    assert not any(os.path.exists(d) for d in seen_dirs)
+    # in a fresh interpreter: nothing another test left running can come or go meanwhile
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _CYCLES], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["brokers"] == 100
+    assert got["new_threads"] == []
+    assert got["fds"][1] <= got["fds"][0], got["fds"]
+    assert got["new_dirs"] == [] and got["left"] == []
 
 
 def test_given_data_dir_is_kept_and_restart_keeps_data_and_port(tmp_path):
