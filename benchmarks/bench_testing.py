@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_testing.py [--starts 30] [--cold 7] [--records 300000]
 
+0. The pytest plugin's import, what a run using none of its fixtures pays.
 1. In-process Broker: start() to the first Metadata answered to confluent-kafka (an
    AdminClient's list_topics), and stop(): median and p90 over --starts cycles in this process
    (gregor already imported), and over --cold fresh interpreters (each pays for importing the
@@ -46,6 +47,20 @@ def summary(values: list[float]) -> str:
 def metadata(bootstrap: str) -> None:
     from confluent_kafka.admin import AdminClient
     AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30)
+
+
+# -- 0. the plugin's import -----------------------------------------------------------------
+
+PLUGIN = ("import time, pytest; t = time.perf_counter(); import gregor.testing.plugin; "
+          "print(time.perf_counter() - t)")
+
+
+def plugin_imports(n: int) -> list[float]:
+    """What the pytest plugin costs a run that uses none of its fixtures: its import, after
+    pytest's own (bytecode as the environment has it)."""
+    return [float(subprocess.run([sys.executable, "-c", PLUGIN], capture_output=True,
+                                 text=True, check=True, cwd=str(REPO)).stdout)
+            for _ in range(n)]
 
 
 # -- 1. in-process starts -------------------------------------------------------------------
@@ -225,6 +240,7 @@ def main() -> int:
 
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times grow "
           "with it; CPU times do not)")
+    print(f"0. importing the pytest plugin (after pytest): {summary(plugin_imports(args.cold))}")
     print("1. in-process Broker: start() to the first Metadata answered to confluent-kafka")
     starts, stops, alone = warm_starts(args.starts)
     print(f"   in this process (gregor imported): {summary(starts)}")
