@@ -283,7 +283,10 @@ class Connection(asyncio.BufferedProtocol):
         srv.metrics.request(api_key)
         ctx = RequestContext(self, handler.api, header, started)
         try:
-            result = handler.handle(ctx, body)
+            if srv.interceptor is None:
+                result = handler.handle(ctx, body)
+            else:               # a test's fault injection (gregor/testing/interceptor.py)
+                result = srv.interceptor(handler, ctx, body)
         except CloseConnection as e:
             self.close_after_pending(str(e))
             return
@@ -450,6 +453,8 @@ class Server:
         # connection closed) so clients go to brokers whose view of the cluster is current;
         # only the controller's requests, which make it current again, are taken; holds why
         self.refusing = ""
+        # gregor.testing's fault injection: called instead of the handler when set
+        self.interceptor: Callable | None = None
         self._servers: list[asyncio.AbstractServer] = []
         self._idle_task: asyncio.Task | None = None
 
