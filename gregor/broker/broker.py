@@ -99,6 +99,8 @@ class Broker:
         self.cluster = None
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
+        # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
+        self.clock = None
         self.authorizer = None           # ACL decisions, None: no authorizer (security/enable.py)
         self.acl_service = None
 

@@ -7,7 +7,7 @@ import importlib
 import click
 
 SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "acls", "produce", "consume", "perf",
-               "demo"]
+               "demo", "console"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
