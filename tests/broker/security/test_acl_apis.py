@@ -156,3 +156,65 @@ def test_acl_apis_need_alter_or_describe_on_the_cluster(tmp_path):
         await create(b, 1, [cluster_acl(Op.DESCRIBE, Perm.ALLOW)])
         assert await can(b) == (True, False, False)
     run_broker(tmp_path, scenario, **AUTHZ)
+
+
+# -- any request: no crash, an answer that encodes, memory and disk agreeing -------------------
+
+def test_random_acl_requests_never_break_the_broker(tmp_path):
+    import asyncio
+
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from gregor.broker.security.acl_store import FileAclStore
+    from tests.broker.handler_harness import Broker, BrokerConfig, apis
+
+    loop = asyncio.new_event_loop()
+    b = Broker(BrokerConfig({"log.dirs": str(tmp_path), **{
+        k.replace("_", "."): v for k, v in AUTHZ.items()}}))
+    b.open()
+    b.handlers = apis.build_handlers(b)
+    code = st.integers(-1, 8)
+    name = st.sampled_from(["t", "*", "", "a/b", "kafka-cluster", "pre", "p", None])
+    principal = st.sampled_from(["User:alice", "User:*", "alice", "Group:x", "", None])
+    host = st.sampled_from(["*", "10.0.0.1", "", None])
+    fields = st.fixed_dictionaries({
+        "resource_type": code, "resource_name": name, "resource_pattern_type": code,
+        "principal": principal, "host": host, "operation": st.integers(-1, 15),
+        "permission_type": code})
+
+    def creation(d):
+        return {k: ("" if v is None else v) for k, v in d.items()}
+
+    def as_filter(d):
+        return {"resource_type_filter": d["resource_type"],
+                "resource_name_filter": d["resource_name"],
+                "pattern_type_filter": d["resource_pattern_type"],
+                "principal_filter": d["principal"], "host_filter": d["host"],
+                "operation": d["operation"], "permission_type": d["permission_type"]}
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.tuples(st.sampled_from(["create", "describe", "delete"]),
+                              st.integers(0, 3), st.lists(fields, max_size=4),
+                              st.booleans()), max_size=6))
+    def run(ops):
+        for op, version, items, admin in ops:
+            who = ADMIN if admin else ANON
+            if op == "create":
+                coro = create(b, version, [creation(d) for d in items], who)
+            elif op == "delete":
+                coro = delete(b, version, [as_filter(d) for d in items], who)
+            else:
+                coro = describe(b, version, who, **{
+                    k: v for k, v in zip(("rt", "name", "pt", "principal", "host", "op",
+                                          "perm"), as_filter(items[0]).values())}) \
+                    if items else describe(b, version, who)
+            loop.run_until_complete(coro)       # the harness checks the answer encodes
+        assert FileAclStore(tmp_path).load_now() == {
+            p: b.authorizer.entries(p) for p in b.authorizer.patterns}
+
+    try:
+        run()
+    finally:
+        loop.run_until_complete(b.shutdown())
+        loop.close()
