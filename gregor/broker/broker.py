@@ -30,7 +30,7 @@ from .metrics import BrokerMetrics
 from .partition import Partition, log_config_for
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
-from .security import enable as security
+from .security import enable as acl_setup
 from .server import Server
 from .topics import TopicInfo, TopicStore, ensure_meta, topic_name_error
 
@@ -135,7 +135,7 @@ class Broker:
         self.txn.load_existing()
         from .group.service import GroupService
         self.groups = GroupService(self)
-        security.open_authorizer(self)
+        acl_setup.open_authorizer(self)
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int]:
         """Where this broker is reached on a listener (the first one when None or unknown)."""
@@ -152,7 +152,7 @@ class Broker:
                 await self.cluster.store.close()
                 raise
         self.open()
-        await security.start_authorizer(self)
+        await acl_setup.start_authorizer(self)
         self.handlers = apis.build_handlers(self)
         self.api_version_table = apis.version_table(self.handlers)
         cfg = self.config
@@ -210,7 +210,7 @@ class Broker:
         log.info("shutting down: no new requests; finishing in-flight ones")
         if self.server is not None:
             self.server.stop_accepting()
-        await security.stop_authorizer(self)
+        await acl_setup.stop_authorizer(self)
         if self.cluster is not None:
             try:
                 await self.cluster.close()
