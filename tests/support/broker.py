@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
+LISTENER = re.compile(r"gregor broker listener (\S+) on (\S+):(\d+)")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -38,6 +39,7 @@ class BrokerProcess:
         self.env = env
         self.host = "127.0.0.1"
         self.port = 0
+        self.listeners: dict[str, int] = {}   # listener name -> port (several listeners)
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.with_name(self.data_dir.name + ".log")
         self._lines: list[str] = []
@@ -110,6 +112,9 @@ class BrokerProcess:
                 log.write(line)
                 self._lines.append(line)
                 if not self._ready.is_set():
+                    lm = LISTENER.search(line)
+                    if lm:
+                        self.listeners[lm.group(1)] = int(lm.group(3))
                     m = READY.search(line)
                     if m:
                         self.host, self.port = m.group(1), int(m.group(2))
