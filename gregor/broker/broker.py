@@ -235,6 +235,8 @@ class Broker:
             self.txn.close()
         if self.groups is not None:
             self.groups.close()
+        if self.security is not None:
+            self.security.close()
         await rm.wait_for_flush()
         rm.flush_all()
         rm.close_all()

@@ -121,6 +121,11 @@ class BrokerSecurity:
             return asyncio.get_running_loop().run_in_executor(None, fn, self.credentials)
         return fn(self.credentials)
 
+    def close(self) -> None:
+        close = getattr(self.credentials, "close", None)
+        if close is not None:
+            close()
+
     def describe(self) -> str:
         return ", ".join(f"{s.name} ({s.protocol}"
                          f"{': ' + ','.join(s.mechanisms) if s.mechanisms else ''})"

@@ -7,7 +7,12 @@ from .listener_security import BrokerSecurity
 
 
 def build_security(broker) -> BrokerSecurity:
-    store = FileCredentialStore(broker.data_dir)
+    if broker.cluster is not None:
+        from .credentials_zk import ZkCredentialStore
+        store = ZkCredentialStore(broker.cluster.store.client)
+        store.start()          # a few reads at start-up, before the broker serves anyone
+    else:
+        store = FileCredentialStore(broker.data_dir)
     security = BrokerSecurity(broker.config, broker.listeners, store)
     handler = broker.handlers.get(18)
     if handler is not None:
