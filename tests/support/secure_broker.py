@@ -41,6 +41,7 @@ def secure_settings(pki: Pki, **extra) -> dict:
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "connection.failed.authentication.delay.ms": "100",
+        "group.initial.rebalance.delay.ms": "0",
     }
     settings.update(extra)
     return settings
