@@ -48,13 +48,15 @@ def secure_settings(pki: Pki, **extra) -> dict:
 
 
 def start_secure_broker(root: Path, pki: Pki | None = None, users: dict | None = None,
-                        extra_args=(), **extra) -> BrokerProcess:
+                        extra_args=(), metrics_port: int | None = None,
+                        **extra) -> BrokerProcess:
     root = Path(root)
     pki = pki or Pki(root / "pki")
     data = root / "data"
     data.mkdir(parents=True, exist_ok=True)
     add_users(data, USERS if users is None else users)
-    b = BrokerProcess(data, settings=secure_settings(pki, **extra), extra_args=list(extra_args))
+    b = BrokerProcess(data, settings=secure_settings(pki, **extra), extra_args=list(extra_args),
+                      metrics_port=metrics_port)
     b.pki = pki
     b.start()
     return b

@@ -36,7 +36,12 @@ class SaslGate:
         if self.failed:
             return False                            # closing: nothing more is read
         conn = self.conn
-        out = self.auth.on_frame(frame, time.monotonic())
+        try:
+            out = self.auth.on_frame(frame, time.monotonic())
+        except Exception:                           # a bug must not open the gate
+            log.exception("SASL authentication from %s failed unexpectedly", conn.peer)
+            self._close("", False)
+            return False
         if out.passthrough:
             return True
         if out.reply is not None:
