@@ -86,11 +86,12 @@ class BrokerSecurity:
         mechs = _list(settings.get("sasl.enabled.mechanisms"))
         unsupported = [m for m in mechs if m not in SERVED_MECHANISMS]
         if unsupported or not mechs:
+            gssapi = " (GSSAPI, Kafka's default, is not supported)" if "GSSAPI" in mechs else ""
             raise ConfigError(
                 f"listener {sec.name} ({sec.protocol}): sasl.enabled.mechanisms="
-                f"{','.join(mechs) or '(empty)'}; gregor serves {', '.join(SERVED_MECHANISMS)}"
-                f"{' (GSSAPI is Kafka default, not supported)' if 'GSSAPI' in mechs else ''}: "
-                f"set sasl.enabled.mechanisms or {settings.prefix}sasl.enabled.mechanisms")
+                f"{','.join(mechs) or '(empty)'}; gregor serves "
+                f"{', '.join(SERVED_MECHANISMS)}{gssapi}: set sasl.enabled.mechanisms or "
+                f"{settings.prefix}sasl.enabled.mechanisms")
         sec.mechanisms = mechs
         if "PLAIN" in mechs:
             jaas = settings.for_mechanism("PLAIN", "sasl.jaas.config")
