@@ -1,7 +1,7 @@
 """SaslHandshake (17) reaching the broker's APIs: on a listener without SASL, or on a connection
-already authenticated (and not starting re-authentication), Kafka answers ILLEGAL_SASL_STATE
-with the mechanisms the listener enables (none without SASL). SASL listeners answer the real
-handshake in security/sasl/authenticator.py before requests get here."""
+already authenticated (and not starting re-authentication), KafkaApis answers
+ILLEGAL_SASL_STATE with no mechanisms. SASL listeners answer the real handshake in
+security/sasl/authenticator.py before requests get here."""
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
@@ -11,6 +11,4 @@ VERSIONS = (0, 1)          # never higher: clients <= 2.4 mis-negotiate (KAFKA-9
 
 
 def handle(broker, ctx, request) -> dict:
-    sec = broker.security.listeners.get(ctx.listener) if broker.security is not None else None
-    return {"error_code": ErrorCode.ILLEGAL_SASL_STATE,
-            "mechanisms": list(sec.mechanisms) if sec is not None else []}
+    return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}

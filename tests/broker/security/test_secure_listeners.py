@@ -306,6 +306,7 @@ def test_credentials_survive_kill_9(b):
     with connect(port(b, "PLAINTEXT")) as c:
         body = c.request("DescribeUserScramCredentials", 0, {"users": [{"name": "dora"}]})
     assert body["results"][0]["credential_infos"] == [{"mechanism": 1, "iterations": 8192}]
+    wait_for_log(b, r"authenticated as User:dora")
     # everything both broker processes printed (the harness's own "--- <command>" lines,
     # which carry the test's settings, aside)
     printed = "".join(line for line in b.log_text().splitlines(True)
