@@ -112,7 +112,7 @@ class NetworkClient(BlockingRequests):
         c.state = CONNECTING
         c.deadline = now + self.connect_timeout
         c.auth_error = None
-        c.reauth_at = None
+        c.reauth_at = c.session_end = None
         c.rbuf = bytearray()
         c.frame = None
         c.out.clear()
@@ -206,6 +206,10 @@ class NetworkClient(BlockingRequests):
         if c is None:
             return False
         if c.state == READY:
+            if c.reauth_at is not None and \
+                    (self.clock() if now is None else now) >= c.reauth_at:
+                self._security.renew(self, c, self.clock())     # KIP-368: not before it
+                return False
             return len(c.in_flight) < self.max_in_flight
         if c.state == DISCONNECTED:
             now = self.clock() if now is None else now
@@ -497,7 +501,7 @@ class NetworkClient(BlockingRequests):
                     f"node {c.node_id} did not answer {c.in_flight[0].api.name} within "
                     "request.timeout.ms"))
             elif c.state == READY and c.reauth_at is not None and now >= c.reauth_at:
-                self._security.start_sasl(self, c, now)      # KIP-368 re-authentication
+                self._security.renew(self, c, now)           # KIP-368 re-authentication
             elif c.state == READY and not c.in_flight and not c.out and \
                     self.max_idle is not None and now - c.last_used >= self.max_idle:
                 # connections.max.idle.ms: let go of a connection nobody uses; it reconnects

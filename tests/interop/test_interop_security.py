@@ -72,6 +72,13 @@ def test_confluent_kafka_sasl(b, listener, mechanism):
     confluent_roundtrip(rdkafka_conf(b, listener, mechanism))
 
 
+def test_confluent_kafka_oauthbearer_unsecured_jwt(b):
+    conf = rdkafka_conf(b, "SASL_SSL")
+    conf.update({"sasl.mechanisms": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
+                 "sasl.oauthbearer.config": "principal=alice lifeSeconds=600"})
+    confluent_roundtrip(conf)
+
+
 def test_confluent_kafka_mtls(b):
     cert, key = b.pki.client("rdkafka-client")
     confluent_roundtrip({**rdkafka_conf(b, "SSL"), "ssl.certificate.location": str(cert),

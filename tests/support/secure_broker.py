@@ -1,7 +1,7 @@
 """A broker process with every security protocol, for the security tests:
 
     PLAINTEXT, SSL (client certificates requested), SASL_PLAINTEXT and SASL_SSL (PLAIN,
-    SCRAM-SHA-256, SCRAM-SHA-512), all advertised as `localhost` (librdkafka checks host names,
+    SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER with unsecured tokens), all advertised as `localhost` (librdkafka checks host names,
     and IP SANs unreliably).
 
 Users exist before the broker starts, as `gregor users add --data-dir` creates them.
@@ -37,7 +37,7 @@ def secure_settings(pki: Pki, **extra) -> dict:
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca_pem),
         "ssl.client.auth": "requested",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "connection.failed.authentication.delay.ms": "100",

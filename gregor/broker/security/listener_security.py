@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from ...security.jaas import JaasError, plain_users
+from ...security.jaas import JaasError, plain_users, single_entry
 from ...security.scram import MECHANISMS
 from ..config import ConfigError
 from .gate import SaslGate
 from .principal import KafkaPrincipal
 from .principal_mapper import NoMatchingRule, SslPrincipalMapper
 from .sasl.authenticator import SaslAuthenticator
+from .sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from .sasl.plain import PlainServer
 from .sasl.scram import ScramServer
 from .settings import ListenerSettings
@@ -27,7 +28,7 @@ from .tls import peer_principal_name, server_context
 
 log = logging.getLogger("gregor.broker.security")
 
-SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 def _list(value) -> list[str]:
@@ -46,6 +47,7 @@ class ListenerSecurity:
     mapper: SslPrincipalMapper | None = None
     mechanisms: list[str] = field(default_factory=list)
     plain_users: dict = field(default_factory=dict, repr=False)
+    oauth: object = None             # the OAUTHBEARER validator (unsecured, as Kafka's default)
     reauth_ms: dict = field(default_factory=dict)
     max_receive: int = 524288
     failed_delay_s: float = 0.1
@@ -108,6 +110,13 @@ class BrokerSecurity:
             if not sec.plain_users:
                 raise ConfigError(f"{key} lists no user_<name>=\"<password>\" option, so no "
                                   "one could authenticate with PLAIN")
+        if "OAUTHBEARER" in mechs:
+            jaas = settings.for_mechanism("OAUTHBEARER", "sasl.jaas.config")
+            try:
+                options = single_entry(jaas).options if jaas else {}
+                sec.oauth = UnsecuredValidator(options)
+            except (JaasError, ValueError) as e:
+                raise ConfigError(f"{settings.prefix}oauthbearer.sasl.jaas.config: {e}") from None
         for m in mechs:
             sec.reauth_ms[m] = int(settings.for_mechanism(m, "connections.max.reauth.ms") or 0)
         sec.max_receive = int(settings.get("sasl.server.max.receive.size"))
@@ -170,4 +179,6 @@ class BrokerSecurity:
     def _server(self, sec: ListenerSecurity, mechanism: str):
         if mechanism == "PLAIN":
             return PlainServer(sec.plain_users.get)
+        if mechanism == "OAUTHBEARER":
+            return OAuthBearerServer(sec.oauth)
         return ScramServer(MECHANISMS[mechanism], self.credentials.credential)

@@ -35,8 +35,9 @@ SECURITY_SETTINGS = [
      "Host name verification when this broker connects to others (empty: off)."),
     ("principal.builder.class", "class", None, "Only Kafka's default principal builder."),
     ("sasl.enabled.mechanisms", "list", "GSSAPI",
-     "SASL mechanisms served: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's default, "
-     "is not supported: set this on SASL listeners)."),
+     "SASL mechanisms served: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (unsecured "
+     "tokens, Kafka's default validator). GSSAPI, Kafka's default, is not supported: set this "
+     "on SASL listeners."),
     ("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI",
      "SASL mechanism between brokers."),
     ("sasl.jaas.config", "password", None,

@@ -2,7 +2,10 @@
 kafka.-prefixed options), so a confluent-kafka or a Java client configuration works as it is.
 
     security.protocol          PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
-    sasl.mechanism(s)          PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+    sasl.mechanism(s)          PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER (unsecured JWT:
+                               enable.sasl.oauthbearer.unsecure.jwt=true with
+                               sasl.oauthbearer.config="principal=alice [lifeSeconds=3600]
+                               [scope=a,b]", or Java's OAuthBearerLoginModule JAAS options)
     sasl.username / sasl.password, or Java's sasl.jaas.config (ScramLoginModule /
                                PlainLoginModule with username="..." password="...")
     ssl.ca.location / ssl.ca.pem, or ssl.truststore.type/location/password/certificates
@@ -25,6 +28,9 @@ SECURITY_OPTIONS: list[Option] = [
     Option("sasl.username", None, str),
     Option("sasl.password", None, str, secret=True),
     Option("sasl.jaas.config", None, str, secret=True),
+    # OAUTHBEARER with an unsecured JWT (development and tests, as librdkafka's and Java's)
+    Option("enable.sasl.oauthbearer.unsecure.jwt", False, bool),
+    Option("sasl.oauthbearer.config", None, str),
     # kafka-python / aiokafka spellings (sasl_plain_username=...)
     Option("sasl.plain.username", None, str),
     Option("sasl.plain.password", None, str, secret=True),

@@ -11,7 +11,7 @@ from ...security.jaas import JaasError, client_credentials
 from ...security.scram import MECHANISMS, ScramClient, ScramError
 from ..errors import ConfigError
 
-SUPPORTED = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 def uses_sasl(cfg) -> bool:
@@ -21,7 +21,7 @@ def uses_sasl(cfg) -> bool:
 class SaslSettings:
     """Mechanism and credentials, checked once when the client is created."""
 
-    __slots__ = ("mechanism", "username", "_password")
+    __slots__ = ("mechanism", "username", "_password", "_oauth")
 
     def __init__(self, cfg):
         mech = cfg.get("sasl.mechanisms") or cfg.get("sasl.mechanism") or "GSSAPI"
@@ -29,6 +29,12 @@ class SaslSettings:
             raise ConfigError(f"config 'sasl.mechanism': {mech} is not supported by gregor's "
                               f"clients; use one of {', '.join(SUPPORTED)}"
                               + (" (GSSAPI is Kafka's default)" if mech == "GSSAPI" else ""))
+        self._oauth = None
+        if mech == "OAUTHBEARER":
+            from .oauthbearer import UnsecuredToken
+            self._oauth = UnsecuredToken(cfg)
+            self.mechanism, self.username, self._password = mech, self._oauth.principal, None
+            return
         user = cfg.get("sasl.username") or cfg.get("sasl.plain.username")
         password = cfg.get("sasl.password") or cfg.get("sasl.plain.password")
         if cfg.get("sasl.jaas.config") and not (user and password):
@@ -48,16 +54,22 @@ class SaslSettings:
         return f"SaslSettings({self.mechanism}, user={self.username!r})"
 
     def exchange(self) -> "SaslExchange":
+        if self._oauth is not None:
+            return SaslExchange(self.mechanism, self.username, None,
+                                initial=self._oauth.initial_response())
         return SaslExchange(self.mechanism, self.username, self._password)
 
 
 class SaslExchange:
-    def __init__(self, mechanism: str, username: str, password: str):
+    def __init__(self, mechanism: str, username: str, password: str | None,
+                 initial: bytes | None = None):
         self.mechanism = mechanism
         self.done = False
         self._plain = None
         self._scram = None
-        if mechanism == "PLAIN":
+        if initial is not None:                      # OAUTHBEARER: one message, like PLAIN
+            self._plain = initial
+        elif mechanism == "PLAIN":
             self._plain = f"\0{username}\0{password}".encode("utf-8")
         else:
             self._scram = ScramClient(MECHANISMS[mechanism], username, password)
@@ -77,7 +89,9 @@ class SaslExchange:
         """The next token for the server's challenge; None when the exchange is complete.
         Raises ScramError when the server is not who it claims to be."""
         self._step += 1
-        if self._scram is None:                      # PLAIN: one message, empty answer
+        if self._scram is None:                      # PLAIN, OAUTHBEARER: one message
+            if challenge and self.mechanism == "OAUTHBEARER":
+                return b"\x01"      # the server's error JSON: acknowledge, it then fails us
             self.done = True
             return None
         if self._step == 2:

@@ -21,7 +21,7 @@ import ssl
 
 from ...protocol import messages
 from ...security.scram import ScramError
-from ..errors import AuthenticationError, ConfigError
+from ..errors import AuthenticationError, ConfigError, KafkaConnectionError
 from .sasl import SaslSettings, uses_sasl
 from .tls import client_context, uses_tls
 
@@ -31,6 +31,9 @@ SASL_HANDSHAKE = messages.api("SaslHandshake")
 SASL_AUTHENTICATE = messages.api("SaslAuthenticate")
 HANDSHAKING, AUTHENTICATING = "handshaking", "authenticating"
 _READY = "ready"
+# The broker's clock started the session before its answer reached us: count it as over a
+# little early.
+_SESSION_END_MARGIN_S = 0.05
 
 
 class ConnectionSecurity:
@@ -84,6 +87,19 @@ class ConnectionSecurity:
 
     # -- SASL -------------------------------------------------------------------------------
 
+    def renew(self, net, c, now: float) -> None:
+        """The session is due for re-authentication. If it has already ended (nothing ran
+        the client's poll in time), the broker would close the connection at our next
+        request: let it go and connect afresh instead (no failure, no backoff)."""
+        if c.session_end is not None and now >= c.session_end - _SESSION_END_MARGIN_S:
+            log.debug("node %s: SASL session ended; reconnecting", c.node_id)
+            net._close_conn(c, KafkaConnectionError(f"the SASL session with node {c.node_id} "
+                                                    "ended"), False)
+            c.failures = 0
+            c.next_attempt = now
+            return
+        self.start_sasl(net, c, now)
+
     def start_sasl(self, net, c, now: float) -> None:
         """After ApiVersions (or when the session is due for re-authentication)."""
         version = net.negotiated_version(c, SASL_HANDSHAKE)
@@ -95,7 +111,7 @@ class ConnectionSecurity:
             return
         reauth = c.state == _READY
         c.state = AUTHENTICATING
-        c.reauth_at = None
+        c.reauth_at = c.session_end = None
         exchange = self.sasl.exchange()
 
         def on_handshake(req):
@@ -134,7 +150,9 @@ class ConnectionSecurity:
                 return
             lifetime_ms = body.get("session_lifetime_ms") or 0
             if lifetime_ms > 0:
-                c.reauth_at = net.clock() + lifetime_ms / 1000.0 * random.uniform(0.85, 0.95)
+                now = net.clock()
+                c.reauth_at = now + lifetime_ms / 1000.0 * random.uniform(0.85, 0.95)
+                c.session_end = now + lifetime_ms / 1000.0
             log.debug("node %s: %sauthenticated as %s (SASL/%s)%s", c.node_id,
                       "re-" if reauth else "", self.sasl.username, exchange.mechanism,
                       f", session of {lifetime_ms} ms" if lifetime_ms else "")

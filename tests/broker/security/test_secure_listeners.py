@@ -148,7 +148,7 @@ def test_unsupported_mechanism(b):
     with connect(port(b, "SASL_SSL"), tls(b)) as c:
         assert handshake(c, "GSSAPI") == {
             "error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-            "mechanisms": ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]}
+            "mechanisms": ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]}
         assert c.is_closed()
 
 
@@ -175,6 +175,30 @@ def test_failed_logins_get_kafkas_text_and_nobody_gets_in(b, mechanism, user, pa
         assert time.monotonic() - started >= 0.1 * 0.9   # closed after the failure delay
     wait_for_log(b, f"failed SASL/{mechanism} authentication")
     assert password not in b.output()
+
+
+def test_oauthbearer_session_lasts_as_long_as_the_token(b):
+    import base64
+    import json
+
+    def part(doc):
+        return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
+    now = time.time()
+    tok = f"{part({'alg': 'none'})}.{part({'sub': 'oscar', 'iat': now, 'exp': now + 30})}."
+    with connect(port(b, "SASL_SSL"), tls(b)) as c:
+        assert handshake(c, "OAUTHBEARER")["error_code"] == 0
+        body = authenticate(c, f"n,,\x01auth=Bearer {tok}\x01\x01".encode())
+        assert body["error_code"] == 0 and 25_000 < body["session_lifetime_ms"] <= 30_000
+        assert metadata_works(c)
+    expired = f"{part({'alg': 'none'})}.{part({'sub': 'oscar', 'exp': now - 1})}."
+    with connect(port(b, "SASL_SSL"), tls(b)) as c:
+        handshake(c, "OAUTHBEARER")
+        body = authenticate(c, f"n,,\x01auth=Bearer {expired}\x01\x01".encode())
+        assert body["error_code"] == 0 and body["auth_bytes"] == b'{"status":"invalid_token"}'
+        body = authenticate(c, b"\x01")
+        assert (body["error_code"], body["error_message"]) == (
+            ErrorCode.SASL_AUTHENTICATION_FAILED, '{"status":"invalid_token"}')
+        assert c.is_closed()
 
 
 def test_legacy_v0_framing(b):

@@ -82,6 +82,24 @@ def test_java_style_jaas_and_truststore(b):
                "ssl.truststore.type": "PEM", "ssl.truststore.location": str(b.pki.ca_pem)}, 50)
 
 
+def test_oauthbearer_with_short_tokens_re_authenticates(b):
+    """Tokens of 2 s: the session ends with the token, the client logs in again with a new
+    one on the same connection."""
+    config = {"bootstrap.servers": f"localhost:{b.listeners['SASL_SSL']}",
+              "security.protocol": "SASL_SSL", "ssl.ca.location": str(b.pki.ca_pem),
+              "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
+              "sasl.oauthbearer.config": "principal=olga lifeSeconds=2"}
+    with AdminClient(config) as admin:
+        for _ in range(8):
+            admin.list_topics(timeout=10)
+            time.sleep(0.5)
+    deadline = time.monotonic() + 5
+    while b.output().count("authenticated as User:olga (SASL/OAUTHBEARER)") < 2 \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert b.output().count("authenticated as User:olga (SASL/OAUTHBEARER)") >= 2
+
+
 def test_mtls(b):
     cert, key = b.pki.client("gregor-client")
     roundtrip(conf(b, "SSL", **{"ssl.certificate.location": str(cert),
