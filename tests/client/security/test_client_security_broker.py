@@ -100,6 +100,37 @@ def test_oauthbearer_with_short_tokens_re_authenticates(b):
     assert b.output().count("authenticated as User:olga (SASL/OAUTHBEARER)") >= 2
 
 
+def test_facades_share_the_secure_network_layer(b):
+    """sarama-shaped and kafka-go-shaped producers, and the asyncio consumer, on SASL_SSL."""
+    import asyncio
+
+    from gregor.client.consumer.asyncio_consumer import AsyncioConsumer
+    from gregor.client.producer.sarama import ProducerMessage, SyncProducer
+    from gregor.client.producer.writer import Message, Writer
+    config = conf(b, "SASL_SSL", "SCRAM-SHA-256")
+    topic = f"facade-{uuid.uuid4().hex[:8]}"
+    with AdminClient(config) as admin:
+        admin.create_topics([topic])
+    sp = SyncProducer(config)
+    assert sp.send_message(ProducerMessage(topic, value=b"sarama"))[1] == 0
+    sp.close()
+    w = Writer(topic=topic, config=config)
+    w.write_messages(Message(value=b"kafka-go"))
+    w.close()
+
+    async def read():
+        c = AsyncioConsumer({**config, "auto.offset.reset": "earliest"})
+        await c.assign([(topic, 0, 0)])
+        got = []
+        try:
+            while len(got) < 2:
+                got += [r.value for r in await c.poll(1.0)]
+        finally:
+            await c.close()
+        return got
+    assert asyncio.run(asyncio.wait_for(read(), 30)) == [b"sarama", b"kafka-go"]
+
+
 def test_mtls(b):
     cert, key = b.pki.client("gregor-client")
     roundtrip(conf(b, "SSL", **{"ssl.certificate.location": str(cert),
