@@ -24,7 +24,7 @@ class BlockingRequests:
                     return node
                 if c.state == "disconnected" and node_id is not None and c.failures:
                     last_err = f"last attempt to {c.host}:{c.port} failed"
-            failed = self._authentication_failure(node_id)
+            failed = self.authentication_failure(node_id)
             if failed is not None:
                 raise failed                     # TLS / SASL failed: retrying will not help
             if now >= deadline:
@@ -39,7 +39,7 @@ class BlockingRequests:
                 wait = min(wait, max(self.time_to_next_attempt(now), 0.001))
             self._poll_internal(min(wait, 0.05))
 
-    def _authentication_failure(self, node_id: int | None):
+    def authentication_failure(self, node_id: int | None = None):
         """The AuthenticationError of the node's last attempt (of any node's when None)."""
         conns = self._conns.values() if node_id is None else [self._conns.get(node_id)]
         for c in conns:

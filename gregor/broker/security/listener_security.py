@@ -28,6 +28,7 @@ from .tls import peer_principal_name, server_context
 
 log = logging.getLogger("gregor.broker.security")
 
+_DEFAULT_BUILDERS = ("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",)
 SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
@@ -66,6 +67,11 @@ class BrokerSecurity:
         self.credentials = credentials           # SCRAM credential store (file or ZooKeeper)
         self.listeners: dict[str, ListenerSecurity] = {}
         self.api_versions_range = (0, 3)
+        builder = config.get("principal.builder.class")
+        if builder and str(builder).strip() not in _DEFAULT_BUILDERS:
+            raise ConfigError(f"principal.builder.class={builder}: gregor builds principals as "
+                              "Kafka's DefaultKafkaPrincipalBuilder does (User:<SASL user> or "
+                              "User:<mapped certificate DN>); remove the setting")
         for lst in listener_config.listeners:
             proto = listener_config.protocol(lst.name)
             self.listeners[lst.name] = self._build(config, lst.name, proto)

@@ -16,71 +16,27 @@ from __future__ import annotations
 import ssl
 
 from ...security.stores import StoreError, configure_keystore, configure_truststore
+from ...security.tls_settings import protocol_range, set_ciphers
 from ..config import ConfigError
 from .principal_mapper import SslPrincipalMapper
 from .settings import ListenerSettings
 
 _VERIFY = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
-_VERSIONS = {"TLSV1.2": ssl.TLSVersion.TLSv1_2, "TLSV1.3": ssl.TLSVersion.TLSv1_3,
-             "TLSV1.1": ssl.TLSVersion.TLSv1_1, "TLSV1": ssl.TLSVersion.TLSv1}
 # RFC 2253 keywords Java's X500Principal.getName() prints; other attributes print as OID=#hex.
 _JAVA_KEYWORDS = {"2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST",
                   "2.5.4.10": "O", "2.5.4.11": "OU", "2.5.4.9": "STREET",
                   "0.9.2342.19200300.100.1.25": "DC", "0.9.2342.19200300.100.1.1": "UID"}
 
 
-def _list(value) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v).strip() for v in value if str(v).strip()]
-    return [v.strip() for v in str(value).split(",") if v.strip()]
-
-
-def protocol_range(enabled) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
-    """ssl.enabled.protocols -> (minimum, maximum) TLS version."""
-    versions = []
-    for name in _list(enabled):
-        v = _VERSIONS.get(name.upper())
-        if v is None:
-            raise ConfigError(f"ssl.enabled.protocols: {name!r} is not a TLS version "
-                              "(TLSv1.2, TLSv1.3)")
-        versions.append(v)
-    if not versions:
-        raise ConfigError("ssl.enabled.protocols is empty; use TLSv1.2,TLSv1.3")
-    return min(versions), max(versions)
-
-
-def set_ciphers(ctx: ssl.SSLContext, suites) -> None:
-    """ssl.cipher.suites: IANA names as Kafka takes them (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)
-    or OpenSSL's (ECDHE-RSA-AES128-GCM-SHA256), for TLS 1.2. TLS 1.3 suites cannot be chosen
-    through Python's ssl module; OpenSSL keeps its TLS 1.3 defaults."""
-    names = [n for n in _list(suites) if not n.startswith(("TLS_AES_", "TLS_CHACHA20_"))]
-    if not names:
-        return
-    try:
-        ctx.set_ciphers(":".join(_iana_to_openssl(n) for n in names))
-    except ssl.SSLError:
-        raise ConfigError(f"ssl.cipher.suites: none of {names} is a cipher suite OpenSSL "
-                          "knows") from None
-
-
-def _iana_to_openssl(name: str) -> str:
-    """TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 -> ECDHE-RSA-AES128-GCM-SHA256 (the usual case)."""
-    if not name.startswith("TLS_") or "_WITH_" not in name:
-        return name
-    kx, _, rest = name[4:].partition("_WITH_")
-    rest = rest.replace("AES_128", "AES128").replace("AES_256", "AES256") \
-        .replace("CHACHA20_POLY1305", "CHACHA20-POLY1305")
-    return f"{kx.replace('_', '-')}-{rest.replace('_', '-')}"
-
-
 def server_context(settings: ListenerSettings, protocol: str) -> ssl.SSLContext:
     """The TLS context of one SSL / SASL_SSL listener; ConfigError when it cannot be built."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version, ctx.maximum_version = protocol_range(
-        settings.get("ssl.enabled.protocols"))
-    set_ciphers(ctx, settings.get("ssl.cipher.suites"))
+    try:
+        ctx.minimum_version, ctx.maximum_version = protocol_range(
+            settings.get("ssl.enabled.protocols"))
+        set_ciphers(ctx, settings.get("ssl.cipher.suites"))
+    except ValueError as e:
+        raise ConfigError(f"listener {settings.listener}: {e}") from None
     try:
         if not configure_keystore(ctx, settings.get):
             raise ConfigError(

@@ -290,7 +290,7 @@ class Consumer(GroupMethods):
             self._group_poll()
         while True:
             self._raise_pending()
-            failed = self._net._authentication_failure(None)
+            failed = self._net.authentication_failure()
             if failed is not None:
                 raise failed                     # TLS / SASL refused: retrying will not help
             got = self._drain(limit)

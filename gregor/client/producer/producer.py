@@ -447,7 +447,7 @@ class Producer(TransactionalMethods):
                     self._fast[topic] = (n, self._acc.ensure_topic(topic, n), avail)
                 return n
             fatal = self._sender.fatal_error or (self._txn.fatal_error if self._txn else None) \
-                or self._network._authentication_failure(None)      # TLS / SASL refused
+                or self._network.authentication_failure()      # TLS / SASL refused
             if fatal is not None:
                 raise fatal
             version = md.version

@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import ssl
 
-from ...security.stores import (StoreError, load_chain_from_pem, configure_keystore,
+from ...security.stores import (StoreError, configure_keystore, load_chain_from_pem,
                                 configure_truststore)
+from ...security.tls_settings import protocol_range, set_ciphers
 from ..errors import ConfigError
 
-_VERSIONS = {"TLSV1.2": ssl.TLSVersion.TLSv1_2, "TLSV1.3": ssl.TLSVersion.TLSv1_3,
-             "TLSV1.1": ssl.TLSVersion.TLSv1_1, "TLSV1": ssl.TLSVersion.TLSv1}
 
 
 def uses_tls(cfg) -> bool:
@@ -32,26 +31,13 @@ def hostname_check(cfg) -> bool:
 
 def client_context(cfg) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    versions = []
-    for name in str(cfg.get("ssl.enabled.protocols") or "").split(","):
-        if name.strip():
-            v = _VERSIONS.get(name.strip().upper())
-            if v is None:
-                raise ConfigError(f"config 'ssl.enabled.protocols': {name.strip()!r} is not a "
-                                  "TLS version (TLSv1.2, TLSv1.3)")
-            versions.append(v)
-    if versions:
-        ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
-    if cfg.get("ssl.cipher.suites"):
-        from ...broker.security.tls import _iana_to_openssl
-        names = [n.strip() for n in cfg["ssl.cipher.suites"].split(",")
-                 if n.strip() and not n.strip().startswith(("TLS_AES_", "TLS_CHACHA20_"))]
-        if names:
-            try:
-                ctx.set_ciphers(":".join(_iana_to_openssl(n) for n in names))
-            except ssl.SSLError:
-                raise ConfigError(f"config 'ssl.cipher.suites': none of {names} is a cipher "
-                                  "suite OpenSSL knows") from None
+    try:
+        if cfg.get("ssl.enabled.protocols"):
+            ctx.minimum_version, ctx.maximum_version = protocol_range(
+                cfg["ssl.enabled.protocols"])
+        set_ciphers(ctx, cfg.get("ssl.cipher.suites"))
+    except ValueError as e:
+        raise ConfigError(f"config {e}") from None
     verify = bool(cfg.get("enable.ssl.certificate.verification", True))
     ctx.check_hostname = verify and hostname_check(cfg)
     ctx.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE

@@ -6,7 +6,6 @@ import json
 import os
 import stat
 
-import pytest
 
 from gregor.broker.security import scram_admin
 from gregor.broker.security.credentials import FILE_NAME, FileCredentialStore

@@ -48,6 +48,23 @@ def test_inline_pem_goes_through_a_temporary_file_that_is_removed(pki):
     assert _temp_keys() == before
 
 
+def test_encrypted_pem_key_with_ssl_key_password(pki, tmp_path):
+    key = serialization.load_pem_private_key(pki.server.private_key_pem.bytes(), None)
+    encrypted = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.BestAvailableEncryption(b"key-pw-3"))
+    path = tmp_path / "encrypted.pem"
+    path.write_bytes(encrypted + pki.server_chain_text().encode())
+    ctx_for({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(path),
+             "ssl.key.password": "key-pw-3"})
+    ctx_for({"ssl.keystore.type": "PEM", "ssl.keystore.key": encrypted.decode(),
+             "ssl.keystore.certificate.chain": pki.server_chain_text(),
+             "ssl.key.password": "key-pw-3"})
+    with pytest.raises(ConfigError, match="ssl.key.password") as e:
+        ctx_for({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(path),
+                 "ssl.key.password": "wrong-key-pw"})
+    assert "wrong-key-pw" not in str(e.value)
+
+
 def test_pkcs12_keystore_and_truststore(pki):
     before = _temp_keys()
     ctx = ctx_for({"ssl.keystore.type": "PKCS12",
