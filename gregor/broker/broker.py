@@ -101,6 +101,8 @@ class Broker:
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
         self.security = None             # TLS / SASL per listener, SCRAM credentials
+        # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
+        self.clock = None
 
     # -- start / stop -----------------------------------------------------------------------
 

@@ -271,7 +271,7 @@ class Connection(asyncio.BufferedProtocol):
             self.close(f"sent an undecodable request header: {e}")
             return
         if srv.refusing and api_key not in CONTROLLER_APIS:
-            self.close("this broker lost its ZooKeeper session; ask another broker")
+            self.close(f"sent a request while this broker refuses clients ({srv.refusing})")
             return
         handler = srv.handlers.get(api_key)
         if handler is None:
@@ -295,7 +295,10 @@ class Connection(asyncio.BufferedProtocol):
         srv.metrics.request(api_key)
         ctx = RequestContext(self, handler.api, header, started)
         try:
-            result = handler.handle(ctx, body)
+            if srv.interceptor is None:
+                result = handler.handle(ctx, body)
+            else:               # a test's fault injection (gregor/testing/interceptor.py)
+                result = srv.interceptor(handler, ctx, body)
         except CloseConnection as e:
             self.close_after_pending(str(e))
             return
@@ -460,8 +463,10 @@ class Server:
         self.stopping = False
         # set while a cluster member is cut off from ZooKeeper: requests are refused (the
         # connection closed) so clients go to brokers whose view of the cluster is current;
-        # only the controller's requests, which make it current again, are taken
-        self.refusing = False
+        # only the controller's requests, which make it current again, are taken; holds why
+        self.refusing = ""
+        # gregor.testing's fault injection: called instead of the handler when set
+        self.interceptor: Callable | None = None
         # per-listener TLS and SASL (security/listener_security.py); None: all PLAINTEXT
         self.security = None
         self._servers: list[asyncio.AbstractServer] = []
@@ -517,13 +522,15 @@ class Server:
 
     def refuse_clients(self, why: str) -> None:
         """Close every connection and refuse every request but the controller's until
-        accept_clients()."""
-        self.refusing = True
+        accept_clients(); `why` is logged with each refusal."""
+        log.warning("closing %d connection(s) and refusing clients: %s",
+                    len(self.connections), why)
+        self.refusing = why
         for conn in list(self.connections):
-            conn.close(why)
+            conn.close(None)
 
     def accept_clients(self) -> None:
-        self.refusing = False
+        self.refusing = ""
 
     def stop_accepting(self) -> None:
         self.stopping = True

@@ -18,6 +18,7 @@ from .consumer.offsets import EARLIEST, LATEST, MAX_TIMESTAMP, OffsetAndTimestam
 from .admin_groups import GroupAdminMethods
 from .admin_users import (ScramCredentialInfo, UserScramAdminMethods,
                           UserScramCredentialDeletion, UserScramCredentialUpsertion)
+from .admin_transactions import TransactionAdminMethods
 from .errors import ClientError
 from .metadata import Metadata
 
@@ -119,7 +120,7 @@ def _error(code: int, what: str, broker_message: str | None = None) -> KafkaErro
     return error_for_code(code, text)
 
 
-class AdminClient(GroupAdminMethods, UserScramAdminMethods):
+class AdminClient(GroupAdminMethods, TransactionAdminMethods, UserScramAdminMethods):
     def __init__(self, config: dict | None = None, *, network=None, **kwargs):
         cfg = parse_config(ADMIN_OPTIONS, config, kwargs, what="admin", ignore_unknown=True)
         check_common(cfg)

@@ -41,8 +41,8 @@ from .config import FLUSH_INLINE, LogConfig
 from .flush import SyncTicket, dup_dir_fd, roll_flusher
 from .leader_epoch import LeaderEpochCache
 from .producer_state import ProducerStateManager
-from .recovery import (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, RecoveryReport,
-                       load_segments, mark_clean_shutdown, write_checkpoint)
+from .files import LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE
+from .recovery import RecoveryReport, load_segments, mark_clean_shutdown, write_checkpoint
 from .segment import Segment
 from .txn_index import TxnIndex, abort_markers
 

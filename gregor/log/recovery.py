@@ -26,17 +26,13 @@ import os
 from dataclasses import dataclass, field
 
 from .config import LogConfig
+from .files import (CLEAN_SHUTDOWN_FILE, COMPACTED_FILE, LOG_START_OFFSET_FILE,
+                    RECOVERY_POINT_FILE, fsync_dir)
 from .index import IndexCorrupt
 from .segment import LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX, Segment
 
 log = logging.getLogger("gregor.log")
 
-CLEAN_SHUTDOWN_FILE = "clean-shutdown"
-RECOVERY_POINT_FILE = "recovery-point"
-LOG_START_OFFSET_FILE = "log-start-offset"
-# Written by the first cleaning of a log: from then on gaps between batches are expected,
-# even if the topic's cleanup.policy later becomes delete.
-COMPACTED_FILE = "compacted"
 
 
 @dataclass
@@ -75,14 +71,6 @@ def write_checkpoint(directory: str, name: str, value: int, *, fsync: bool = Fal
             f.flush()
             os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def mark_clean_shutdown(directory: str) -> None:

@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from gregor.log.cleaner.decide import Decider
-from gregor.log.cleaner.manager import Throttler
+from gregor.log.cleaner.throttle import Throttler
 from gregor.log.cleaner.offset_map import ENTRY_BYTES, OffsetMap, digests_of
 from gregor.protocol.records.batch import decode_batch, encode_batch
 from gregor.protocol.records.header import parse_header

@@ -20,6 +20,7 @@ from ..metadata import Metadata
 from .columns import ConsumerRecord, PartitionRecords, decode_partition
 from .config import CONSUMER_OPTIONS
 from .group.consumer_methods import GroupMethods, TopicPartition
+from .partition_state import PartitionState as _PartitionState
 from .offsets import (EARLIEST, LATEST, MAX_VERSION as _MAX_LIST_OFFSETS_VERSION, RETRY_CODES,
                       OffsetAndTimestamp, build_request, list_offsets, parse_response, tp_list)
 
@@ -41,21 +42,6 @@ _REFRESH_CODES = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_P
 # Offsets that mean "start where auto.offset.reset says" (librdkafka's OFFSET_STORED and
 # OFFSET_INVALID, and None).
 _USE_RESET = (None, -1000, -1001)
-
-
-class _PartitionState:
-    __slots__ = ("topic", "partition", "position", "reset", "paused", "high_watermark",
-                 "log_start_offset", "last_stable_offset")
-
-    def __init__(self, topic: str, partition: int):
-        self.topic = topic
-        self.partition = partition
-        self.position: int | None = None   # next offset to return; None until reset
-        self.reset: int | None = None       # EARLIEST / LATEST while a reset is pending
-        self.paused = False
-        self.high_watermark = -1
-        self.log_start_offset = -1
-        self.last_stable_offset = -1
 
 
 class Consumer(GroupMethods):

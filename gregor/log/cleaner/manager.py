@@ -26,32 +26,9 @@ from .checkpoint import read_checkpoints, write_checkpoints
 from .cleaner import CleanPass, begin_swap, cleanable, finish_swap, prepare
 from .swap import CLEANED, commit_swap
 from .offset_map import OffsetMap
+from .throttle import Throttler
 
 log = logging.getLogger("gregor.log.cleaner")
-
-
-class Throttler:
-    """Sleep so that the bytes counted stay under rate per second (shared by threads)."""
-
-    def __init__(self, rate: float, clock=time.monotonic, sleep=time.sleep):
-        self.rate = rate
-        self._clock, self._sleep = clock, sleep
-        self._lock = threading.Lock()
-        self._start = clock()
-        self._bytes = 0
-
-    def __call__(self, n: int) -> None:
-        if self.rate <= 0 or self.rate >= 1e300:
-            return
-        with self._lock:
-            self._bytes += n
-            now = self._clock()
-            elapsed = now - self._start
-            wait = self._bytes / self.rate - elapsed
-            if elapsed > 1.0 and wait <= 0:       # a fresh window now and then
-                self._start, self._bytes = now, 0
-        if wait > 0:
-            self._sleep(min(wait, 1.0))
 
 
 class CleanerStats:

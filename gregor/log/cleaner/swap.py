@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ..recovery import COMPACTED_FILE, fsync_dir
+from ..files import COMPACTED_FILE, fsync_dir
 from ..segment import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, Segment, segment_name
 from ..txn_index import SUFFIX as TXN_SUFFIX
 

@@ -75,7 +75,7 @@ def run_spec(spec: PassSpec):
     """In the worker: the pass up to durable `.cleaned` files. Returns (stats, [group bases
     in order, each a list of the replaced segments' base offsets])."""
     global _MAP
-    from .manager import Throttler
+    from .throttle import Throttler
     if _MAP is None or _MAP.capacity != OffsetMap(spec.buffer_bytes).capacity:
         _MAP = OffsetMap(spec.buffer_bytes)
     views = []

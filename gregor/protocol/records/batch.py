@@ -2,7 +2,6 @@
 
 - `encode_batch(records, ...)` builds one batch from (timestamp, key, value, headers) tuples.
 - `decode_batches(buf)` turns the batches in buf into RecordBatch objects (consumers, tools).
-- `decode_any(buf)` yields the data records of any mix of v2 batches and legacy message sets.
 - `validate_batch(buf, pos)` is what the broker runs on the produce path: CRC, header and the
   structure of every record, without building Record objects (compressed batches are
   decompressed, within a size cap, to be walked).
@@ -25,7 +24,7 @@ from .fields import VECTOR_MIN_RECORDS, locate_fields
 from .parsing import (complete_batch_at, decode_headers, header_at, records_section,
                       varint_slow)
 from .validation import validate_batch, walk_records  # noqa: F401  (part of this module's API)
-from .header import HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT, BatchHeader
+from .header import HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -342,34 +341,4 @@ def decode_batches(buf, *, verify_crc: bool = True,
         out.append(decode_batch(buf, pos, verify_crc=verify_crc,
                                 max_decompressed=max_decompressed))
         pos += h.size
-    return out
-
-
-def decode_any(buf, *, verify_crc: bool = True, include_control: bool = False,
-               max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
-    """Data records from any mix of v2 batches and magic 0/1 message sets, in order. Control
-    batches are skipped unless include_control; a partial entry at the end is ignored."""
-    from .legacy import decode_message_set
-
-    out: list[Record] = []
-    pos, n = 0, len(buf)
-    while n - pos > MAGIC_OFFSET:
-        size = struct.unpack_from(">i", buf, pos + 8)[0] + LOG_OVERHEAD
-        if size < LOG_OVERHEAD + 5:
-            raise CorruptRecordsError(f"entry length {size - LOG_OVERHEAD} is too small")
-        if pos + size > n:
-            break
-        magic = buf[pos + MAGIC_OFFSET]
-        if magic == 2:
-            batch = decode_batch(buf, pos, verify_crc=verify_crc,
-                                 max_decompressed=max_decompressed)
-            if include_control or not batch.header.is_control:
-                out.extend(batch.records)
-        elif magic in (0, 1):
-            for m in decode_message_set(buf[pos:pos + size], verify_crc=verify_crc,
-                                        max_decompressed=max_decompressed):
-                out.append(m.to_record())
-        else:
-            raise CorruptRecordsError(f"unknown record format magic {magic}")
-        pos += size
     return out

@@ -12,7 +12,8 @@ uses Kafka's old, broken frame header checksum (see compression.py).
 
 Conversions: `up_convert` turns a message set from an old producer into one v2 batch;
 `down_convert` turns v2 batches into a message set for an old fetcher (headers are dropped,
-control batches skipped: neither exists in those formats).
+control batches skipped: neither exists in those formats). `decode_any` reads the data records
+of any mix of v2 batches and message sets (what a log written by old and new producers holds).
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ import zlib
 from ..compression import DEFAULT_MAX_DECOMPRESSED, LZ4, NONE, ZSTD, compress, decompress
 from ..errors import UnsupportedCompressionTypeError
 from ..primitives import DecodeError
-from .batch import (CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Record, decode_batches,
-                    encode_batch)
+from .batch import (CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Record, decode_batch,
+                    decode_batches, encode_batch)
+from .header import LOG_OVERHEAD, MAGIC_OFFSET
 from .errors import CorruptRecordsError, InvalidRecordsError
 
 _ENTRY = struct.Struct(">qi")          # offset, message size
@@ -272,3 +274,31 @@ def down_convert(v2_bytes, magic: int, *, compression: int | None = None) -> byt
             else None
         parts.append(encode_message_set(msgs, magic, codec, log_append_time_ms=lat))
     return b"".join(parts)
+
+
+def decode_any(buf, *, verify_crc: bool = True, include_control: bool = False,
+               max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
+    """Data records from any mix of v2 batches and magic 0/1 message sets, in order. Control
+    batches are skipped unless include_control; a partial entry at the end is ignored."""
+    out: list[Record] = []
+    pos, n = 0, len(buf)
+    while n - pos > MAGIC_OFFSET:
+        size = struct.unpack_from(">i", buf, pos + 8)[0] + LOG_OVERHEAD
+        if size < LOG_OVERHEAD + 5:
+            raise CorruptRecordsError(f"entry length {size - LOG_OVERHEAD} is too small")
+        if pos + size > n:
+            break
+        magic = buf[pos + MAGIC_OFFSET]
+        if magic == 2:
+            batch = decode_batch(buf, pos, verify_crc=verify_crc,
+                                 max_decompressed=max_decompressed)
+            if include_control or not batch.header.is_control:
+                out.extend(batch.records)
+        elif magic in (0, 1):
+            for m in decode_message_set(buf[pos:pos + size], verify_crc=verify_crc,
+                                        max_decompressed=max_decompressed):
+                out.append(m.to_record())
+        else:
+            raise CorruptRecordsError(f"unknown record format magic {magic}")
+        pos += size
+    return out

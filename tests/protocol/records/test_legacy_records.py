@@ -13,9 +13,9 @@ from gregor.protocol.compression import compress
 from gregor.protocol.errors import (CorruptMessageError, InvalidRecordError,
                                    UnsupportedCompressionTypeError)
 from gregor.protocol.primitives import DecodeError
-from gregor.protocol.records.batch import (LOG_APPEND_TIME, decode_any, decode_batches,
+from gregor.protocol.records.batch import (LOG_APPEND_TIME, decode_batches,
                                            encode_batch, encode_control_batch)
-from gregor.protocol.records.legacy import (LegacyMessage, decode_message_set, down_convert,
+from gregor.protocol.records.legacy import (LegacyMessage, decode_any, decode_message_set, down_convert,
                                             encode_message, encode_message_set, up_convert)
 
 klegacy = pytest.importorskip("kafka.record.legacy_records",

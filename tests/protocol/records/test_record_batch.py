@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from gregor.protocol.errors import CorruptMessageError, InvalidRecordError
 from gregor.protocol.primitives import DecodeError
 from gregor.protocol.records.batch import (CONTROL_ABORT, CONTROL_COMMIT, LOG_APPEND_TIME,
-                                           Record, decode_any, decode_batch, decode_batches,
+                                           Record, decode_batch, decode_batches,
                                            encode_batch, encode_control_batch,
                                            parse_control_value, validate_batch)
 from gregor.protocol.records.errors import CorruptRecordsError
+from gregor.protocol.records.legacy import decode_any
 from gregor.protocol.records.header import HEADER_SIZE, parse_header
 
 kdefault = pytest.importorskip("kafka.record.default_records",

@@ -19,7 +19,8 @@ from typing import NamedTuple
 from ...errors import ClientError, ConfigError
 from .assignors import parse_strategy
 from .group_client import GroupClient
-from .membership import CommitFailedError, GroupSettings
+from ..partition_state import PartitionState
+from .requests import CommitFailedError, GroupSettings
 
 log = logging.getLogger("gregor.client.consumer.group")
 
@@ -188,9 +189,8 @@ class GroupMethods:
             self._drop_buffered(lambda tp: tp in gone)
 
     def _take(self, partitions) -> None:
-        from ..consumer import _PartitionState
         for t, p in partitions:                 # no start yet: the committed offset decides
-            self._assigned[(t, p)] = _PartitionState(t, p)
+            self._assigned[(t, p)] = PartitionState(t, p)
             self._md.add_topic(t)
         self._need_committed = True
         on_assign = self._callbacks[0]

@@ -16,7 +16,8 @@ import time
 
 from ...errors import KafkaConnectionError, KafkaTimeoutError
 from ...metadata import BrokerInfo, Metadata
-from .membership import ANY, COORDINATOR, GroupSettings, Membership, Op, Request
+from .membership import Membership
+from .requests import COORDINATOR, GroupSettings, Op, Request
 
 log = logging.getLogger("gregor.client.consumer.group")
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....protocol.errors import ErrorCode as E, error_for_code
-from . import membership as _m                  # (names looked up at call time: a cycle)
+from . import requests as _m
 
 if TYPE_CHECKING:
-    from .membership import Membership, Op, Request
+    from .membership import Membership
+    from .requests import Op, Request
 
 
 def op_request(self: Membership, op: Op) -> Request | None:
