@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from .errors import ConfigError
+from .security.options import SECURITY_OPTIONS
 
 _MISSING = object()
 
@@ -187,9 +188,7 @@ COMMON_OPTIONS: list[Option] = [
            choices=("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"), validate=str.upper),
 ]
 # TLS and SASL keys (librdkafka's and Java's names): gregor/client/security/options.py
-from .security.options import SECURITY_OPTIONS  # noqa: E402 (needs Option, defined above)
-
-COMMON_OPTIONS += SECURITY_OPTIONS
+COMMON_OPTIONS += [Option(**spec) for spec in SECURITY_OPTIONS]
 
 
 def check_common(cfg: Mapping) -> None:

@@ -6,7 +6,7 @@ else the broker's synonym as configured (STATIC_BROKER_CONFIG) or defaulted (DEF
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
-from ..config import BROKER_SETTINGS, TOPIC_SETTINGS, config_to_string
+from ..config import BROKER_SETTINGS, TOPIC_SETTINGS, Setting, config_to_string
 from ..security.settings import listener_settings_set
 
 API_KEY = 32
@@ -97,7 +97,8 @@ def _topic_entries(broker, t, keys, synonyms, docs) -> list[dict]:
 def _broker_entries(broker, keys, synonyms, docs) -> list[dict]:
     out = []
     settings = dict(BROKER_SETTINGS)
-    settings.update(listener_settings_set(broker.config))    # listener.name.<l>.ssl.* etc.
+    settings.update({name: Setting(*spec) for name, spec in         # listener.name.<l>.ssl.*
+                     listener_settings_set(broker.config).items()})
     for name, s in sorted(settings.items()):
         if keys is not None and name not in keys:
             continue

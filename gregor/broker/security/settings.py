@@ -74,13 +74,13 @@ def listener_setting(name: str):
 
 
 def listener_settings_set(config) -> dict:
-    """{name: Setting} of the listener-prefixed settings this configuration sets."""
-    from ..config import Setting
+    """{name: (name, type, default, doc)} of the listener-prefixed settings this
+    configuration sets."""
     out = {}
     for name in config.values:
         spec = listener_setting(name)
         if spec is not None:
-            out[name] = Setting(name, *spec[1:])
+            out[name] = (name, *spec[1:])
     return out
 
 

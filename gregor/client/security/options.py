@@ -19,47 +19,53 @@ Passwords and keys are marked secret: no error message and no repr shows them.
 """
 from __future__ import annotations
 
-from ..config import Option
 
-SECURITY_OPTIONS: list[Option] = [
-    Option("sasl.mechanism", "GSSAPI", str,
+def _option(name, default, type_, secret=False, validate=None) -> dict:
+    """Keyword arguments of a client config Option (config.py builds them: this module stays
+    free of imports so config.py can include it)."""
+    return {"name": name, "default": default, "type": type_, "secret": secret,
+            "validate": validate}
+
+
+SECURITY_OPTIONS: list[dict] = [
+    _option("sasl.mechanism", "GSSAPI", str,
            validate=lambda v: str(v).strip().upper()),
-    Option("sasl.mechanisms", None, str, validate=lambda v: str(v).strip().upper()),
-    Option("sasl.username", None, str),
-    Option("sasl.password", None, str, secret=True),
-    Option("sasl.jaas.config", None, str, secret=True),
+    _option("sasl.mechanisms", None, str, validate=lambda v: str(v).strip().upper()),
+    _option("sasl.username", None, str),
+    _option("sasl.password", None, str, secret=True),
+    _option("sasl.jaas.config", None, str, secret=True),
     # OAUTHBEARER with an unsecured JWT (development and tests, as librdkafka's and Java's)
-    Option("enable.sasl.oauthbearer.unsecure.jwt", False, bool),
-    Option("sasl.oauthbearer.config", None, str),
+    _option("enable.sasl.oauthbearer.unsecure.jwt", False, bool),
+    _option("sasl.oauthbearer.config", None, str),
     # kafka-python / aiokafka spellings (sasl_plain_username=...)
-    Option("sasl.plain.username", None, str),
-    Option("sasl.plain.password", None, str, secret=True),
-    Option("ssl.ca.location", None, str),
-    Option("ssl.ca.pem", None, str),
-    Option("ssl.certificate.location", None, str),
-    Option("ssl.certificate.pem", None, str),
-    Option("ssl.key.location", None, str),
-    Option("ssl.key.pem", None, str, secret=True),
-    Option("ssl.key.password", None, str, secret=True),
-    Option("ssl.keystore.type", None, str),
-    Option("ssl.keystore.location", None, str),
-    Option("ssl.keystore.password", None, str, secret=True),
-    Option("ssl.keystore.key", None, str, secret=True),
-    Option("ssl.keystore.certificate.chain", None, str),
-    Option("ssl.truststore.type", None, str),
-    Option("ssl.truststore.location", None, str),
-    Option("ssl.truststore.password", None, str, secret=True),
-    Option("ssl.truststore.certificates", None, str),
-    Option("ssl.endpoint.identification.algorithm", "https", str),
-    Option("enable.ssl.certificate.verification", True, bool),
-    Option("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", str),
-    Option("ssl.protocol", "TLSv1.3", str),
-    Option("ssl.cipher.suites", None, str),
+    _option("sasl.plain.username", None, str),
+    _option("sasl.plain.password", None, str, secret=True),
+    _option("ssl.ca.location", None, str),
+    _option("ssl.ca.pem", None, str),
+    _option("ssl.certificate.location", None, str),
+    _option("ssl.certificate.pem", None, str),
+    _option("ssl.key.location", None, str),
+    _option("ssl.key.pem", None, str, secret=True),
+    _option("ssl.key.password", None, str, secret=True),
+    _option("ssl.keystore.type", None, str),
+    _option("ssl.keystore.location", None, str),
+    _option("ssl.keystore.password", None, str, secret=True),
+    _option("ssl.keystore.key", None, str, secret=True),
+    _option("ssl.keystore.certificate.chain", None, str),
+    _option("ssl.truststore.type", None, str),
+    _option("ssl.truststore.location", None, str),
+    _option("ssl.truststore.password", None, str, secret=True),
+    _option("ssl.truststore.certificates", None, str),
+    _option("ssl.endpoint.identification.algorithm", "https", str),
+    _option("enable.ssl.certificate.verification", True, bool),
+    _option("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", str),
+    _option("ssl.protocol", "TLSv1.3", str),
+    _option("ssl.cipher.suites", None, str),
     # kafka-python: ssl_cafile, ssl_certfile, ssl_keyfile, ssl_password, ssl_check_hostname
-    Option("ssl.cafile", None, str),
-    Option("ssl.certfile", None, str),
-    Option("ssl.keyfile", None, str),
-    Option("ssl.password", None, str, secret=True),
-    Option("ssl.check.hostname", None, bool),
+    _option("ssl.cafile", None, str),
+    _option("ssl.certfile", None, str),
+    _option("ssl.keyfile", None, str),
+    _option("ssl.password", None, str, secret=True),
+    _option("ssl.check.hostname", None, bool),
 ]
-SECRET_OPTIONS = frozenset(o.name for o in SECURITY_OPTIONS if o.secret)
+SECRET_OPTIONS = frozenset(o["name"] for o in SECURITY_OPTIONS if o["secret"])
