@@ -7,7 +7,7 @@ import importlib
 import click
 
 SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "produce", "consume", "perf", "demo",
-               "console"]
+               "console", "users"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
