@@ -31,6 +31,7 @@ from .partition import Partition, log_config_for
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .security import enable as acl_setup
+from .security.setup import build_security
 from .server import Server
 from .topics import TopicInfo, TopicStore, ensure_meta, topic_name_error
 
@@ -89,6 +90,7 @@ class Broker:
         self.advertised_port = 0
         self.listeners = ListenerConfig.from_config(config)
         self.endpoints: dict[str, tuple[str, int]] = {}     # listener -> advertised address
+        self.bound: dict[str, tuple[str, int]] = {}         # listener -> address listened on
         self.metrics_port: int | None = None
         self._tasks: list[asyncio.Task] = []
         self._shutdown_started = False
@@ -99,6 +101,7 @@ class Broker:
         self.cluster = None
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
+        self.security = None             # TLS / SASL per listener, SCRAM credentials
         # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
         self.clock = None
         self.authorizer = None           # ACL decisions, None: no authorizer (security/enable.py)
@@ -155,6 +158,7 @@ class Broker:
         await acl_setup.start_authorizer(self)
         self.handlers = apis.build_handlers(self)
         self.api_version_table = apis.version_table(self.handlers)
+        self.security = build_security(self)
         cfg = self.config
         self.server = Server(
             self.handlers, self.metrics,
@@ -166,10 +170,14 @@ class Broker:
             unsupported_version_response=lambda: api_versions.unsupported_version_body(self),
             socket_send_buffer=int(cfg.get("socket.send.buffer.bytes")),
             socket_receive_buffer=int(cfg.get("socket.receive.buffer.bytes")))
+        self.server.security = self.security
         bound = {}
         for lst in self.listeners.listeners:
             bound[lst.name] = await self.server.start(lst.host or "127.0.0.1", lst.port,
-                                                      lst.name)
+                                                      lst.name, self.security.ssl_context(lst.name))
+            log.info("listener %s (%s) on %s:%d", lst.name, self.security.protocol(lst.name),
+                     *bound[lst.name])
+        self.bound = bound
         self.host, self.port = bound[self.listeners.listeners[0].name]
         self.endpoints = {lst.name: (lst.host, lst.port)
                           for lst in self.listeners.advertise(bound, socket.gethostname())}
@@ -235,6 +243,8 @@ class Broker:
             self.txn.close()
         if self.groups is not None:
             self.groups.close()
+        if self.security is not None:
+            self.security.close()
         await rm.wait_for_flush()
         rm.flush_all()
         rm.close_all()

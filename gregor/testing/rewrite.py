@@ -261,6 +261,12 @@ def _describe_log_dirs(version: int, body: dict, code: int) -> dict:
     return {"error_code": code, "results": [{"error_code": code, "log_dir": "", "topics": []}]}
 
 
+def _scram_users(version: int, body: dict, code: int) -> dict:
+    # AlterUserScramCredentials: one result per user its deletions and upsertions name
+    names = [a["name"] for part in ("deletions", "upsertions") for a in body.get(part) or ()]
+    return {"results": [{"user": u, "error_code": code} for u in dict.fromkeys(names)]}
+
+
 def _each(request_field: str, response_field: str, key_field: str, request_key=None):
     def mirror(version: int, body: dict, code: int) -> dict:
         out = []
@@ -284,6 +290,7 @@ _MIRRORS = {
     69: _each("group_ids", "groups", "group_id"),
     30: _each("creations", "results", "", ()),          # CreateAcls: one result per binding
     31: _each("filters", "filter_results", "", ()),     # DeleteAcls: one result per filter
+    51: _scram_users,
 }
 
 

@@ -16,6 +16,7 @@ from gregor.protocol.acl import (AccessControlEntry, AclOperation as Op,
                                  AclPermissionType as Perm, PatternType,
                                  ResourcePattern, ResourceType as RT)
 from gregor.broker.security.principal import KafkaPrincipal
+from gregor.broker.security.setup import build_security
 from gregor.protocol.errors import ErrorCode as E
 from gregor.protocol.records.batch import encode_batch
 from tests.broker.handler_harness import As, batch, call, create, run_broker
@@ -242,6 +243,12 @@ CASES = {
         "group_id": GROUP, "member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 1000,
         "subscribed_topic_names": [t], "topic_partitions": []},
         E.TOPIC_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ), (T, "topic", Op.DESCRIBE)]),
+    "DescribeUserScramCredentials": Case("DescribeUserScramCredentials", 0, lambda t: {
+        "users": None}, E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.DESCRIBE)],
+        topic=False),
+    "AlterUserScramCredentials": Case("AlterUserScramCredentials", 0, lambda t: {
+        "deletions": [{"name": "nobody", "mechanism": 1}], "upsertions": []},
+        E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.ALTER)], topic=False),
     "ConsumerGroupDescribe": Case("ConsumerGroupDescribe", 0, lambda t: {
         "group_ids": [GROUP]}, E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.DESCRIBE)],
         topic=False),
@@ -251,8 +258,10 @@ CASES = {
 PARTIAL = {"OffsetCommit-topic": 1, "OffsetFetch-topic": 1, "AddPartitionsToTxn-topic": 1,
            "AddOffsetsToTxn-group": 1, "OffsetDelete-topic": 1,
            "ConsumerGroupHeartbeat-topic": 1, "Produce-transactional": 1}
-# Answered to everyone (ApiVersions), or filtered instead of refused (checked below).
-NO_ERROR_APIS = {"ApiVersions", "ListGroups", "ListTransactions", "DescribeCluster"}
+# Answered to everyone (ApiVersions, SASL's own), or filtered instead of refused (checked
+# elsewhere).
+NO_ERROR_APIS = {"ApiVersions", "SaslHandshake", "SaslAuthenticate", "ListGroups",
+                 "ListTransactions", "DescribeCluster"}
 
 
 def test_the_map_covers_every_api_the_broker_serves(tmp_path):
@@ -293,6 +302,7 @@ def test_without_the_acl_the_authorization_error_with_it_another_answer(tmp_path
     case = CASES[name]
 
     async def scenario(b):
+        b.security = build_security(b)       # the SCRAM credential store (open() leaves it)
         await create(b, EXISTING, partitions=1)
         grant(b, case.acls[:PARTIAL.get(name, 0)], topic)
         denied = codes(await call(b, case.api, case.version, case.body(topic), CLIENT))
