@@ -156,3 +156,21 @@ def test_only_the_super_user_manages_acls(broker, admin):
         assert [b.entry.principal for b in a.describe_acls(acl_filter("topic", "x"))] == \
             ["User:bob"]
     admin.delete_acls([acl_filter("cluster")])
+
+
+def test_cli_manages_acls_as_the_super_user_with_command_config(broker, admin, tmp_path):
+    from tests.broker.security.test_acls_network import gregor
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+                     'required username="admin" password="admin-secret";\n')
+    b = ["-b", broker.bootstrap, "--command-config", str(props)]
+    gregor("acls", "add", "--allow-principal", "User:alice", "--operation", "Read",
+           "--topic", "cli-sasl", *b)
+    assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in \
+        gregor("acls", "list", "--topic", "cli-sasl", *b).stdout
+    alice = tmp_path / "alice.properties"
+    alice.write_text(props.read_text().replace("admin", "alice"))
+    denied = gregor("acls", "list", "-b", broker.bootstrap, "--command-config", str(alice),
+                    check=False)
+    assert denied.returncode != 0 and "may not DESCRIBE the cluster" in denied.stderr
