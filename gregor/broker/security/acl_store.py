@@ -22,10 +22,10 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..topics import write_atomically
 from ...protocol.acl import (AccessControlEntry, AclBinding, AclBindingFilter, PatternType,
                              ResourcePattern, ResourceType, binding_problem, entries_from_dicts,
                              entries_to_dicts, filter_problem)
+from ..topics import write_atomically
 from .authorizer import AclAuthorizer
 
 log = logging.getLogger("gregor.broker.security.acls")
