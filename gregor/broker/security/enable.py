@@ -14,7 +14,7 @@ import logging
 
 from ..config import ConfigError
 from .acl_store import AclService, FileAclStore
-from .authorizer import AUTHORIZER_CLASS_NAMES, AclAuthorizer
+from .authorizer import AUTHORIZER_CLASS_NAMES, AclAuthorizer, parse_super_users
 
 log = logging.getLogger("gregor.broker.security")
 
@@ -31,6 +31,16 @@ def authorizer_enabled(config) -> bool:
             "gregor.broker.security.authorizer.AclAuthorizer: the same ACL authorizer), or "
             "leave it empty for no authorization")
     return True
+
+
+def check_authorizer_config(config) -> None:
+    """ConfigError naming what is wrong with the authorizer's settings (before start-up)."""
+    if authorizer_enabled(config):
+        try:
+            parse_super_users(config.get("super.users"))
+        except ValueError as e:
+            raise ConfigError(f"super.users: {e} (semicolon-separated, e.g. "
+                              "User:admin;User:broker)") from None
 
 
 def open_authorizer(broker) -> None:

@@ -189,3 +189,15 @@ def test_acls_survive_kill_9_and_a_changed_set_is_applied_on_restart(secured, tm
         assert any(x[0] == RT.CLUSTER for x in got)
     finally:
         b.stop()
+
+
+@pytest.mark.parametrize("settings,message", [
+    (["authorizer.class.name=com.example.Mine"], "is not an authorizer gregor provides"),
+    (["authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "super.users=admin"],
+     "super.users: principal 'admin' must look like 'User:<name>'"),
+])
+def test_the_broker_refuses_bad_authorizer_settings(tmp_path, settings, message):
+    sets = [a for s in settings for a in ("--set", s)]
+    proc = gregor("broker", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path), *sets,
+                  check=False)
+    assert proc.returncode != 0 and message in proc.stderr
