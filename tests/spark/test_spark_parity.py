@@ -148,11 +148,24 @@ def test_max_offsets_gives_small_partitions_rows_and_added_partitions_are_checke
             pass  # looked at through q.exception()
         return q
 
-    q = run()
-    assert q.exception() is None
+    from gregor.spark.metrics import OffsetsBehindLatestListener, offsets_behind_latest
+    listener = OffsetsBehindLatestListener()
+    spark.streams.addListener(listener)
+    try:
+        q = run()
+        assert q.exception() is None
+        wait_for(lambda: listener.latest.get(str(q.id), {}).get(0, {}).get("maxOffsetsBehindLatest") == "0",
+                 what="the listener to see the last batch")
+    finally:
+        spark.streams.removeListener(listener)
+    first = batches_with_rows(q)[0]
     # backlogs 40 and 2: Spark's shares are 9.5 -> 9 and 0.5 -> 1 (never 0 for a partition
     # with records), so the small partition is not held back behind the big one
-    assert source_end(batches_with_rows(q)[0]) == {topic: {"0": 9, "1": 1}}
+    assert source_end(first) == {topic: {"0": 9, "1": 1}}
+    # Spark's source metrics, from the offsets the progress carries: 40-9 and 2-1 behind
+    assert offsets_behind_latest(first) == {0: {"minOffsetsBehindLatest": "1",
+                                                "maxOffsetsBehindLatest": "31",
+                                                "avgOffsetsBehindLatest": "16.0"}}
 
     # A partition added later whose first offset is not 0 is data loss, as in Spark
     make_topic.admin.create_partitions({topic: 3})
