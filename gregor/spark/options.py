@@ -58,6 +58,17 @@ CUSTOM_GROUP_ID_WARNING = (
     "each query its own group id (or use groupIdPrefix).")
 _STREAM_ONLY = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
 
+# Every option the source and the sink read besides kafka.*, spelt as Spark spells them. The
+# parity table of docs/spark.md is checked against these (tests/spark/test_spark_parity_table.py).
+SOURCE_OPTIONS = (
+    "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets",
+    "startingTimestamp", "startingOffsetsByTimestamp", "endingTimestamp",
+    "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "failOnDataLoss",
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions",
+    "maxRecordsPerPartition", "groupIdPrefix", "includeHeaders")
+SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "transactionTimeoutMs")
+
 
 # Exactly-once sink: each task's transaction waits open for the driver's commit; it must outlive
 # the slowest task of the batch (and stay within the broker's transaction.max.timeout.ms).
