@@ -90,10 +90,7 @@ def _write_task(opts: SinkOptions, iterator) -> WrittenRows:
         for batch in iterator:
             writer.write(batch)
     except BaseException:
-        try:
-            writer.close()
-        except Exception:  # the first error is the one to report
-            pass
+        writer.abandon()   # closes the producer (never back to the pool); the task's error wins
         raise
     return WrittenRows(writer.close())
 
