@@ -55,6 +55,6 @@ def to_topic(options: Mapping[str, str] | None = None, **more: str) -> TopicWrit
 
 def _ensure_registered(spark) -> None:
     if not getattr(spark, "_gregor_registered", False):
-        from . import register
-        register(spark)
+        from .source import GregorDataSource
+        spark.dataSource.register(GregorDataSource)
         spark._gregor_registered = True
