@@ -18,13 +18,13 @@ import pyarrow as pa
 
 from .columns import (AbortedTransactions, ConsumerRecord, FetchedColumns, PartitionRecords,
                       _append_in_order, _data_batches, batch_numbers)
+from .spark_columns import (HEADER_STRUCT, HEADERS_TYPE,  # noqa: F401 (HEADERS_TYPE: API)
+                            headers_array, no_headers as _no_headers, spark_record_batch)
 from .vector_decode import MIN_RECORDS, record_fields
 from ...compiled import load
 
 _compiled = load("gregor.client.consumer._arrow_decode")
 
-HEADER_STRUCT = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-HEADERS_TYPE = pa.list_(HEADER_STRUCT)
 # Arrow's binary type has int32 offsets: a fetch whose joined batch bodies reach 2 GiB (only
 # possible with a huge fetch.max.bytes) goes through the record loop instead.
 MAX_ARROW_DATA = 2**31 - 1
@@ -91,42 +91,6 @@ class ArrowRecords(FetchedColumns):
         return spark_record_batch(self.topic, self.partition, self.keys, self.values,
                                   self.offsets, self.timestamps, self.timestamp_types,
                                   self.headers)
-
-
-def headers_array(headers: list) -> pa.ListArray:
-    """Per-record header lists [(key, value), ...] (None or [] for none) as one
-    list<struct<key, value>> array: the pairs flattened into a struct array, plus offsets."""
-    ends, hkeys, hvals = [0], [], []
-    for h in headers:
-        if h:
-            for k, v in h:
-                hkeys.append(k)
-                hvals.append(v)
-        ends.append(len(hkeys))
-    structs = pa.StructArray.from_arrays(
-        [pa.array(hkeys, pa.string()), pa.array(hvals, pa.binary())],
-        fields=list(HEADER_STRUCT))
-    return pa.ListArray.from_arrays(pa.array(ends, pa.int32()), structs, HEADERS_TYPE)
-
-
-def spark_record_batch(topic: str, partition: int, keys, values, offsets, timestamps,
-                       timestamp_types, headers) -> pa.RecordBatch:
-    """The RecordBatch of Spark's Kafka source columns for one partition's record arrays;
-    topic and partition are constant columns (topic dictionary-encoded)."""
-    n = len(offsets)
-    return pa.RecordBatch.from_arrays([
-        keys, values,
-        pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
-                                       pa.array([topic], pa.string())),
-        pa.array(np.full(n, partition, np.int32)),
-        offsets, timestamps, timestamp_types, headers,
-    ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
-              "headers"])
-
-
-def _no_headers(n: int) -> pa.ListArray:
-    return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)),
-                                    pa.array([], HEADER_STRUCT), HEADERS_TYPE)
 
 
 def _take(pieces: pa.BinaryArray, idx: np.ndarray, lengths: np.ndarray) -> pa.BinaryArray:
