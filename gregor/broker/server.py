@@ -135,6 +135,8 @@ class Connection(asyncio.BufferedProtocol):
         self.paused_for_queue = False
         self.paused_for_writes = False
         self.stopped_reading = False
+        self.paused_for_throttle = False     # muted by a quota (KIP-219)
+        self._throttle_timer = None
         self.last_active = time.monotonic()
 
     # -- asyncio.Protocol -----------------------------------------------------------------
@@ -155,6 +157,9 @@ class Connection(asyncio.BufferedProtocol):
             self.closed = True
             transport.abort()
             return
+        if srv.quotas is not None and not srv.quotas.admit(self, transport):
+            self.closed = True               # over connection_creation_rate: closed later
+            return
         srv.connections.add(self)
         srv.metrics.connection_opened()
         # Responses can be large (fetch); let the transport buffer a few of them before
@@ -167,6 +172,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc) -> None:
         self.closed = True
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
         if self in self.server.connections:
             self.server.connections.discard(self)
             self.server.metrics.connection_closed()
@@ -282,8 +289,10 @@ class Connection(asyncio.BufferedProtocol):
             return
         srv.metrics.request(api_key)
         ctx = RequestContext(self, handler.api, header, started)
+        quotas = srv.quotas                  # None unless a client quota is configured
         try:
-            result = handler.handle(ctx, body)
+            result = handler.handle(ctx, body) if quotas is None else \
+                quotas.handle(handler, ctx, body, len(frame))
         except CloseConnection as e:
             self.close_after_pending(str(e))
             return
@@ -380,11 +389,28 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- flow control and closing ---------------------------------------------------------
 
+    def throttle(self, ms: int) -> None:
+        """Read nothing more from this client for ms milliseconds (a quota's throttle)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        if self._throttle_timer is not None:
+            if self._throttle_timer.when() >= until:
+                return
+            self._throttle_timer.cancel()
+        self._throttle_timer = loop.call_at(until, self._end_throttle)
+        self.paused_for_throttle = True
+        self._update_reading()
+
+    def _end_throttle(self) -> None:
+        self._throttle_timer = None
+        self.paused_for_throttle = False
+        self._update_reading()
+
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
         stop = (self.paused_for_queue or self.paused_for_writes or self.paused_for_memory
-                or self.close_when_drained or self.server.stopping)
+                or self.paused_for_throttle or self.close_when_drained or self.server.stopping)
         if stop and not self.stopped_reading:
             self.stopped_reading = True
             self.transport.pause_reading()
@@ -450,6 +476,8 @@ class Server:
         # connection closed) so clients go to brokers whose view of the cluster is current;
         # only the controller's requests, which make it current again, are taken
         self.refusing = False
+        # the quota enforcer (gregor/broker/quotas) while any client quota is configured
+        self.quotas = None
         self._servers: list[asyncio.AbstractServer] = []
         self._idle_task: asyncio.Task | None = None
 

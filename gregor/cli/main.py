@@ -6,7 +6,8 @@ import importlib
 
 import click
 
-SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "produce", "consume", "perf", "demo"]
+SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "quotas", "produce", "consume",
+               "perf", "demo"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

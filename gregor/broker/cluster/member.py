@@ -25,6 +25,7 @@ from . import znodes as z
 from .assignment import AssignmentError, assign_replicas
 from .controller import Controller
 from .controller_requests import ControllerRequestsMixin
+from .entity_configs_zk import ZkEntityConfigStore
 from .isr_changes import IsrChangesMixin
 from .metadata_cache import apply_configs
 from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
@@ -69,6 +70,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         self._registered = False
         self._closed = False
         self.producer_ids = ClusterProducerIds(self.store, self.broker_id)
+        # /config/users, /config/clients, /config/ips: quotas and SCRAM credentials
+        self.entity_configs = ZkEntityConfigStore(self.store)
         self._auto_creating: set[str] = set()
         self.refreshes = 0
         self.fetchers = ReplicaFetcherManager(broker, self._endpoint)
@@ -93,6 +96,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
             # not seed an empty ZooKeeper with its id (Kafka refuses it the same way).
             candidate = self.broker.config.get("cluster.id") or new_uuid_string()
             self.cluster_id = await self.store.cluster_id(candidate)
+            await self.entity_configs.start()
         except StoreError as e:
             raise ClusterError(str(e)) from None
         stored = meta.get("cluster.id")
@@ -181,6 +185,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         await self.fetchers.close()
         if self._controller_conn is not None:
             self._controller_conn.close()
+        await self.entity_configs.close()
         await self.store.close()      # ends the session: our ephemeral nodes go at once
 
     async def _controlled_shutdown(self) -> None:
