@@ -55,7 +55,8 @@ class Connection:
 
     __slots__ = ("node_id", "host", "port", "sock", "state", "out", "out_pos", "rbuf",
                  "frame", "frame_fill", "in_flight", "versions", "deadline", "failures",
-                 "next_attempt", "last_used", "registered_events", "av_version")
+                 "next_attempt", "last_used", "registered_events", "av_version",
+                 "throttle_until")
 
     def __init__(self, node_id, host, port):
         self.node_id = node_id
@@ -76,4 +77,5 @@ class Connection:
         self.last_used = 0.0
         self.registered_events = 0
         self.av_version = API_VERSIONS.valid[1]
+        self.throttle_until = 0.0        # a broker's quota throttle: send nothing before it
 
