@@ -27,7 +27,9 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
             res["error_message"] = f"topic {name!r} appears more than once in the request"
             continue
         try:
-            apply(t)
+            extra = apply(t)
+            if extra:
+                res.update(extra)
         except KafkaError as e:
             res["error_code"] = e.code
             res["error_message"] = e.message
@@ -35,10 +37,12 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
     return results
 
 
-def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str):
+def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str,
+                       details=None, throttle=None):
     """In a cluster: run(unique_topics) is the controller's coroutine returning
     {name: KafkaError or None} (None for everything when it timed out); the response lists one
-    result per requested topic under results_key, duplicates refused as on a single node."""
+    result per requested topic under results_key, duplicates refused as on a single node.
+    details(topic) adds fields to a successful result; throttle() gives throttle_time_ms."""
     counts = Counter(t["name"] for t in topics)
     unique = [t for t in topics if counts[t["name"]] == 1]
 
@@ -55,6 +59,8 @@ def controller_results(broker, api_key: int, topics: list[dict], run, results_ke
                 e = errors[t["name"]]
                 res["error_code"], res["error_message"] = e.code, e.message
                 broker.metrics.error(api_key, e.name)
+            elif details is not None:
+                res.update(details(t) or {})
             results.append(res)
-        return {"throttle_time_ms": 0, results_key: results}
+        return {"throttle_time_ms": throttle() if throttle else 0, results_key: results}
     return respond_later(run(unique), build)

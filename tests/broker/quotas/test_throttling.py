@@ -1,6 +1,7 @@
 """How a broker throttles, on the wire (KIP-219): a response with throttle_time_ms at once and
 the connection muted for new request versions, the response held back for old ones, a
-throttled consumer's fetch answered without data, and no quota work at all without quotas.
+throttled consumer's fetch answered without data; request_percentage, controller_mutation_rate
+(with kafka-python's and confluent-kafka's admin clients) and connection_creation_rate.
 
 Times are only ever checked from below (a muted connection cannot be answered before the
 throttle time has passed); a slow machine only makes them longer.
@@ -29,7 +30,8 @@ _corr = itertools.count(1)
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     b = BrokerProcess(tmp_path_factory.mktemp("throttling") / "data",
-                      settings={"quota.window.num": 2, "quota.window.size.seconds": 1})
+                      settings={"quota.window.num": 2, "quota.window.size.seconds": 1,
+                                "controller.quota.window.num": 2})
     with b:
         with AdminClient({"bootstrap.servers": b.bootstrap}) as admin:
             admin.create_topics(["throttled", "fetched"])
@@ -38,6 +40,10 @@ def broker(tmp_path_factory):
                 ({"client-id": "old-producer"}, {"producer_byte_rate": QUOTA}),
                 ({"client-id": "acks0-producer"}, {"producer_byte_rate": QUOTA}),
                 ({"client-id": "consumer"}, {"consumer_byte_rate": QUOTA}),
+                ({"client-id": "busy"}, {"request_percentage": 0.01}),
+                # burst: 2 windows x 1 s x 5/s = 10 partitions
+                ({"client-id": "kp-admin"}, {"controller_mutation_rate": 5}),
+                ({"client-id": "ck-admin"}, {"controller_mutation_rate": 5}),
             ])
         yield b
 
@@ -116,3 +122,86 @@ def test_a_throttled_consumer_gets_no_data(broker):
         s.sendall(fetch("consumer"))
         second = read(s, "Fetch", 11)
         assert second["throttle_time_ms"] > 0 and second["responses"] == []
+
+
+def metadata(client_id: str) -> bytes:
+    body = {"topics": None, "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False}
+    return encode_request(messages.api("Metadata"), 8, next(_corr), client_id, body)
+
+
+def test_request_percentage_throttles_a_busy_client(broker):
+    """0.01% of the broker's time is 100 us a second: a few Metadata requests exceed it."""
+    with frames.connect(broker.port) as s:
+        for _ in range(200):
+            s.sendall(metadata("busy"))
+            throttle = read(s, "Metadata", 8)["throttle_time_ms"]
+            if throttle:
+                break
+        assert throttle > 0
+        assert throttle <= 1000                  # bounded by one quota window, as Kafka's
+        answered = time.monotonic()
+        s.sendall(metadata("busy"))
+        read(s, "Metadata", 8)
+        assert time.monotonic() - answered >= throttle / 1000 - SLACK
+    with frames.connect(broker.port) as s:       # another client id is not affected
+        s.sendall(metadata("idle"))
+        assert read(s, "Metadata", 8)["throttle_time_ms"] == 0
+
+
+def test_kafka_python_admin_gets_throttling_quota_exceeded(broker):
+    """kafka-python sends CreateTopics v7 (strict): once the bucket is empty, topics fail."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="kp-admin")
+    try:
+        result = admin.create_topics([NewTopic("kp-a", 6, 1), NewTopic("kp-b", 6, 1),
+                                      NewTopic("kp-c", 6, 1)], raise_errors=False)
+        codes = {t["name"]: t["error_code"] for t in result["topics"]}
+        assert codes == {"kp-a": 0, "kp-b": 0, "kp-c": 89}     # THROTTLING_QUOTA_EXCEEDED
+        assert {t["name"]: t["num_partitions"] for t in result["topics"]}["kp-a"] == 6
+    finally:
+        admin.close()
+
+
+def test_confluent_admin_old_version_is_throttled_not_refused(broker):
+    """librdkafka sends CreateTopics v4 (permissive): every topic is created."""
+    from confluent_kafka.admin import AdminClient as CkAdmin, NewTopic
+    admin = CkAdmin({"bootstrap.servers": broker.bootstrap, "client.id": "ck-admin"})
+    futures = admin.create_topics([NewTopic(f"ck-{i}", 6, 1) for i in range(3)],
+                                  operation_timeout=10)
+    for f in futures.values():
+        f.result(timeout=30)                     # raises on an error
+    md = admin.list_topics(timeout=10)
+    assert all(f"ck-{i}" in md.topics for i in range(3))
+
+
+def test_connection_creation_rate_closes_connections_over_it(broker):
+    def answered() -> bool:
+        with frames.connect(broker.port) as s:
+            try:
+                s.sendall(frames.api_versions_v0(1))
+                (size,) = struct.unpack(">i", frames.recv_exact(s, 4))
+                frames.recv_exact(s, size)
+                return True
+            except (ConnectionError, OSError):
+                return False               # held unread, then closed
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        admin.alter_client_quotas([({"ip": "127.0.0.1"}, {"connection_creation_rate": 2})])
+    try:
+        # 2/s over 2 x 1 s windows: a burst of connections goes over it
+        results = [answered() for _ in range(6)]
+        assert results[0] and not all(results)
+    finally:
+        deadline = time.monotonic() + 30
+        while True:                      # our own admin connection may be refused a while
+            try:
+                with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+                    admin.alter_client_quotas(
+                        [({"ip": "127.0.0.1"}, {"connection_creation_rate": None})],
+                        timeout=5)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+    assert answered()
