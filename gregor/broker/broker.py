@@ -137,6 +137,8 @@ class Broker:
     def _open_entity_configs(self) -> None:
         """The store quotas and credentials share: the data directory's file on a single
         node, ZooKeeper's /config znodes in a cluster (opened when it joined)."""
+        from .quotas.service import QuotaService
+        self.quotas = QuotaService(self.config)       # checks the quota window settings
         if self.cluster is not None:
             self.entity_configs = self.cluster.entity_configs
             return
@@ -252,8 +254,6 @@ class Broker:
 
     def _start_quotas(self) -> None:
         from .quotas.metrics import QuotaCollector
-        from .quotas.service import QuotaService
-        self.quotas = QuotaService(self.config)
         self.quotas.start(self.entity_configs, self.server)
         self.metrics.registry.register(QuotaCollector(self.quotas))
         if hasattr(self.entity_configs, "start_polling"):

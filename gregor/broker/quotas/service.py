@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 
+from ..config import ConfigError
 from ..entity_configs.names import CLIENTS, DEFAULT, IPS, USERS, EntityPath, desanitize
 from .connections import ConnectionRateQuotas
 from .enforcement import QuotaEnforcer
@@ -32,6 +33,10 @@ STRICT_SINCE = {19: 6, 37: 3, 20: 5}
 
 class QuotaService:
     def __init__(self, config):
+        for name in ("quota.window.num", "quota.window.size.seconds",
+                     "controller.quota.window.num", "controller.quota.window.size.seconds"):
+            if int(config.get(name)) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {config.get(name)}")
         num = int(config.get("quota.window.num"))
         window = int(config.get("quota.window.size.seconds"))
         self.produce = ClientQuotaManager("produce", num, window)
