@@ -17,9 +17,20 @@ Runs `gregor cluster --brokers 3` (ZooKeeper + three brokers on this machine) an
    one at a time; the time from the kill to the first acknowledged record after it (target
    <= zookeeper.session.timeout.ms + 1 s), and whether any record acknowledged before the
    kill is missing afterwards;
-4. several brokers, several cores: 6 partitions with RF 1 over three brokers vs 6 partitions
+4. a broker paused past its ZooKeeper session: SIGSTOP of the RF 3 partition's leader until
+   ZooKeeper expired its session and the others took over, then SIGCONT; the seconds from
+   SIGCONT until it registered again, until it answers a fresh client's Metadata, and until
+   every broker answers with the ISR full (issue 21: serving within a second of registering);
+5. several brokers, several cores: 6 partitions with RF 1 over three brokers vs 6 partitions
    on one single-node broker, acks=1 (the issue asks >= 1.8x on >= 3 free cores; on a 2-core
    machine with one client process it is reported, not judged).
+`--pause-rounds N` runs only issue 21's pause test instead: zookeeper.session.timeout.ms 3000,
+replica.lag.time.max.ms 4000, a topic with 3 partitions, RF 3, min.insync.replicas 2, an
+idempotent acks=all producer running; N rounds of a partition leader paused past its session
+(at least --pause-seconds, 5 by default, as in the issue);
+each round's times, every broker still serving at the end, nothing acknowledged lost or
+duplicated (exit code 1 otherwise).
+
 The best of --repeat rounds is printed for throughput and the median of the rounds' p99 for
 latency (this machine is shared and noisy: compare ratios within one run).
 """
@@ -38,7 +49,7 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -223,13 +234,210 @@ def watch_failover(c: LocalCluster, topic: str, leader: int) -> dict:
     return seen
 
 
+# -- a broker paused past its ZooKeeper session (issue 21) ----------------------------------
+
+def answers(address: str, topic: str, brokers: int, full_isr: bool) -> bool:
+    """The broker at `address` answers a fresh confluent-kafka client's Metadata (ApiVersions
+    first, as librdkafka does) naming `brokers` brokers and a leader per partition of the
+    topic (and, with full_isr, every ISR full)."""
+    admin = AdminClient({"bootstrap.servers": address, "socket.timeout.ms": 1000,
+                         "log_level": 0})
+    try:
+        md = admin.list_topics(topic, timeout=1.0)
+    except KafkaException:
+        return False
+    if md.orig_broker_name.split("/")[0] != address:    # "host:port/id" answered
+        return False
+    t = md.topics.get(topic)
+    if len(md.brokers) != brokers or t is None or t.error or not t.partitions:
+        return False
+    parts = t.partitions.values()
+    return all(p.leader in md.brokers for p in parts) and (
+        not full_isr or all(set(p.isrs) == set(p.replicas) for p in parts))
+
+
+class PauseWatch:
+    """Reads ZooKeeper (kazoo) for a broker's registration and the partitions' states."""
+
+    def __init__(self, c: LocalCluster, topic: str, partitions: int):
+        from kazoo.client import KazooClient
+        self.topic, self.partitions = topic, partitions
+        self.zk = KazooClient(hosts=c.zk_hosts + "/gregor")
+        self.zk.start(10)
+
+    def epoch(self, broker: int) -> int:
+        stat = self.zk.exists(f"/brokers/ids/{broker}")
+        return -1 if stat is None else stat.czxid
+
+    def state(self, p: int) -> dict:
+        import json
+        return json.loads(self.zk.get(f"/brokers/topics/{self.topic}/partitions/{p}/state")[0])
+
+    def controller(self) -> int:
+        import json
+        try:
+            return json.loads(self.zk.get("/controller")[0])["brokerid"]
+        except Exception:
+            return -1
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+
+def pause_once(c: LocalCluster, w: PauseWatch, victim: int, min_pause: float = 0.0,
+               limit: float = 60.0) -> dict:
+    """SIGSTOP `victim` until ZooKeeper expired its session and the others took over (and at
+    least min_pause seconds), SIGCONT, then the seconds from SIGCONT until it registered again
+    (new broker epoch), until it answers Metadata, until every broker answers with every ISR
+    full."""
+    epoch = w.epoch(victim)
+    os.kill(c.pids[victim], signal.SIGSTOP)
+    stopped = time.perf_counter()
+    try:
+        while time.perf_counter() - stopped < limit and (
+                w.epoch(victim) != -1 or w.controller() in (victim, -1) or any(
+                w.state(p)["leader"] == victim for p in range(w.partitions))):
+            time.sleep(0.02)
+        time.sleep(max(0.0, stopped + min_pause - time.perf_counter()))
+    finally:
+        os.kill(c.pids[victim], signal.SIGCONT)
+    resumed = time.perf_counter()
+    out = {"paused": resumed - stopped}
+    n = len(c.pids)
+    while time.perf_counter() - resumed < limit:
+        now = time.perf_counter() - resumed
+        if "registered" not in out and w.epoch(victim) > epoch:
+            out["registered"] = now
+        if "registered" in out and "serving" not in out and \
+                answers(c.addresses[victim], w.topic, n, False):
+            out["serving"] = time.perf_counter() - resumed
+        if "serving" in out and all(answers(a, w.topic, n, True)
+                                    for a in c.addresses.values()):
+            out["whole"] = time.perf_counter() - resumed
+            break
+        time.sleep(0.01)
+    return out
+
+
+def fmt(x) -> str:
+    return f"{x:.2f} s" if x is not None else "never"
+
+
+def pause_rounds(rounds: int, min_pause: float) -> int:
+    """--pause-rounds N: the issue's setup (session 3 s, lag 4 s, 3 partitions, RF 3, min ISR
+    2, an idempotent acks=all producer running); N rounds of a leader paused past its session,
+    each round's broker serving again, every broker still serving at the end, nothing
+    acknowledged lost or duplicated."""
+    session_ms, lag_ms = 3000, 4000
+    c = LocalCluster(3, {"zookeeper.session.timeout.ms": session_ms,
+                         "replica.lag.time.max.ms": lag_ms}).start()
+    failures = []
+    try:
+        create(c.bootstrap, "pause", 3, 3, **{"min.insync.replicas": 2})
+        w = PauseWatch(c, "pause", 3)
+        acked: dict[bytes, tuple[int, int]] = {}
+        errors: list = []
+        stop = threading.Event()
+
+        def produce():
+            p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all",
+                          "enable.idempotence": True, "linger.ms": 2,
+                          "message.timeout.ms": 120000, "request.timeout.ms": 5000,
+                          "socket.timeout.ms": 10000,
+                          "topic.metadata.refresh.interval.ms": 1000})
+
+            def cb(err, msg):
+                if err is None:
+                    acked[msg.value()] = (msg.partition(), msg.offset())
+                else:
+                    errors.append(err)
+            i = 0
+            while not stop.is_set():
+                for _ in range(20):
+                    while True:
+                        try:
+                            p.produce("pause", b"v-%d" % i, b"k%d" % (i % 8), on_delivery=cb)
+                            break
+                        except BufferError:
+                            p.poll(0.05)
+                    i += 1
+                p.poll(0.01)
+            p.flush(120)
+        t = threading.Thread(target=produce, daemon=True)
+        t.start()
+        print(f"\n{rounds} rounds: the leader of a partition SIGSTOPped until its ZooKeeper "
+              f"session ({session_ms} ms) expired and the others took over, at least "
+              f"{min_pause:g} s, then SIGCONT (replica.lag.time.max.ms {lag_ms}); seconds "
+              "after SIGCONT:")
+        within = lag_ms / 1000 + 2
+        for r in range(rounds):
+            before = len(acked)
+            deadline = time.monotonic() + 60
+            while len(acked) < before + 500 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            victim = w.state(r % 3)["leader"]
+            ctrl = w.controller()
+            got = pause_once(c, w, victim, min_pause)
+            ok = got.get("whole", 1e9) <= within
+            print(f"  round {r + 1:2d}: broker {victim}{' (controller)' if victim == ctrl else ''}"
+                  f" paused {got['paused']:.1f} s; registered again {fmt(got.get('registered'))}"
+                  f", serving Metadata {fmt(got.get('serving'))}, every ISR full "
+                  f"{fmt(got.get('whole'))}{'' if ok else '  <-- over ' + str(within) + ' s'}",
+                  flush=True)
+            if not ok:
+                failures.append(f"round {r + 1}")
+        # still serving once a session timeout has passed after the last round
+        time.sleep(session_ms / 1000 + 1)
+        end = {b: answers(a, "pause", 3, True) for b, a in sorted(c.addresses.items())}
+        print(f"  {session_ms / 1000 + 1:.0f} s after the last round, every broker serving "
+              f"with full ISRs: {end}")
+        if not all(end.values()):
+            failures.append("not serving at the end")
+        stop.set()
+        t.join(150)
+        w.close()
+        seen: dict[bytes, set] = {}
+        cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "check",
+                         "enable.auto.commit": False})
+        cons.assign([TopicPartition("pause", p, 0) for p in range(3)])
+        deadline = time.monotonic() + 120
+        while len(seen) < len(acked) and time.monotonic() < deadline:
+            for m in cons.consume(1000, 1.0):
+                if not m.error():
+                    seen.setdefault(m.value(), set()).add((m.partition(), m.offset()))
+        cons.close()
+        lost = [v for v, where in acked.items() if where not in seen.get(v, ())]
+        dup = [v for v, where in seen.items() if len(where) > 1]
+        print(f"  {len(acked):,} records acknowledged: {len(lost)} lost, {len(dup)} duplicated, "
+              f"{len(errors)} delivery errors")
+        if lost or dup or errors:
+            failures.append("records lost, duplicated or failed")
+    finally:
+        for pid in c.pids.values():
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        c.stop()
+    print("  PASS" if not failures else f"  FAIL: {', '.join(failures)}")
+    return 1 if failures else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--rate", type=int, default=10_000)
     ap.add_argument("--latency-seconds", type=float, default=5.0)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--pause-rounds", type=int, default=0, metavar="N",
+                    help="only run N rounds of a leader paused past its ZooKeeper session "
+                         "(issue 21's setup) and report each broker's return to service")
+    ap.add_argument("--pause-seconds", type=float, default=5.0,
+                    help="with --pause-rounds: pause at least this long (issue 21: 5 s)")
     args = ap.parse_args()
+    if args.pause_rounds:
+        return pause_rounds(args.pause_rounds, args.pause_seconds)
     c = LocalCluster(3).start()
     single = GregorBroker().start()
     try:
@@ -251,6 +459,11 @@ def main() -> int:
                 lat[name].append(produce_latency(b, name, args.rate, args.latency_seconds,
                                                  {"acks": acks,
                                                   "max.in.flight.requests.per.connection": 5}))
+        w = PauseWatch(c, "rf3", 1)
+        try:
+            pz = pause_once(c, w, w.state(0)["leader"])
+        finally:
+            w.close()
         fo = failover(c, "rf3")
     finally:
         c.stop()
@@ -279,6 +492,10 @@ def main() -> int:
           f"broker's Metadata after {fo.get('metadata', float('nan')):.2f} s, first "
           f"acknowledgement {fo['seconds'] - fo.get('elected', float('nan')):.2f} s after the "
           "election")
+    print(f"  pause: SIGSTOP of the leader until its session expired and another took over "
+          f"({pz['paused']:.1f} s), then SIGCONT -> registered again {fmt(pz.get('registered'))}"
+          f" -> serving Metadata {fmt(pz.get('serving'))} -> every ISR full "
+          f"{fmt(pz.get('whole'))} (target: serving within 1 s of registering)")
     print(f"  6 partitions RF 1: 3 brokers {best['six3']:,.0f} msgs/s vs 1 broker "
           f"{best['six1']:,.0f} msgs/s = {best['six3'] / best['six1']:.2f}x "
           f"(one client process; reported, not judged on {os.cpu_count()} cores)")

@@ -100,6 +100,8 @@ class Broker:
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
         self.entity_configs = None       # user/client/ip configs: quotas, SCRAM credentials
         self.quotas = None               # client quotas (gregor/broker/quotas/service.py)
+        # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
+        self.clock = None
 
     # -- start / stop -----------------------------------------------------------------------
 

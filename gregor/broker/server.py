@@ -266,7 +266,7 @@ class Connection(asyncio.BufferedProtocol):
             self.close(f"sent an undecodable request header: {e}")
             return
         if srv.refusing and api_key not in CONTROLLER_APIS:
-            self.close("this broker lost its ZooKeeper session; ask another broker")
+            self.close(f"sent a request while this broker refuses clients ({srv.refusing})")
             return
         handler = srv.handlers.get(api_key)
         if handler is None:
@@ -291,8 +291,12 @@ class Connection(asyncio.BufferedProtocol):
         ctx = RequestContext(self, handler.api, header, started)
         quotas = srv.quotas                  # None unless a client quota is configured
         try:
-            result = handler.handle(ctx, body) if quotas is None else \
-                quotas.handle(handler, ctx, body, len(frame))
+            if quotas is not None:
+                result = quotas.handle(handler, ctx, body, len(frame), srv.interceptor)
+            elif srv.interceptor is None:
+                result = handler.handle(ctx, body)
+            else:               # a test's fault injection (gregor/testing/interceptor.py)
+                result = srv.interceptor(handler, ctx, body)
         except CloseConnection as e:
             self.close_after_pending(str(e))
             return
@@ -474,8 +478,10 @@ class Server:
         self.stopping = False
         # set while a cluster member is cut off from ZooKeeper: requests are refused (the
         # connection closed) so clients go to brokers whose view of the cluster is current;
-        # only the controller's requests, which make it current again, are taken
-        self.refusing = False
+        # only the controller's requests, which make it current again, are taken; holds why
+        self.refusing = ""
+        # gregor.testing's fault injection: called instead of the handler when set
+        self.interceptor: Callable | None = None
         # the quota enforcer (gregor/broker/quotas) while any client quota is configured
         self.quotas = None
         self._servers: list[asyncio.AbstractServer] = []
@@ -530,13 +536,15 @@ class Server:
 
     def refuse_clients(self, why: str) -> None:
         """Close every connection and refuse every request but the controller's until
-        accept_clients()."""
-        self.refusing = True
+        accept_clients(); `why` is logged with each refusal."""
+        log.warning("closing %d connection(s) and refusing clients: %s",
+                    len(self.connections), why)
+        self.refusing = why
         for conn in list(self.connections):
-            conn.close(why)
+            conn.close(None)
 
     def accept_clients(self) -> None:
-        self.refusing = False
+        self.refusing = ""
 
     def stop_accepting(self) -> None:
         self.stopping = True

@@ -17,6 +17,7 @@ from .config import COMMON_OPTIONS, Option, check_common, parse_config
 from .consumer.offsets import EARLIEST, LATEST, MAX_TIMESTAMP, OffsetAndTimestamp, list_offsets
 from .admin_groups import GroupAdminMethods
 from .admin_quotas import QuotaAdminMethods
+from .admin_transactions import TransactionAdminMethods
 from .errors import ClientError
 from .metadata import Metadata
 
@@ -118,7 +119,7 @@ def _error(code: int, what: str, broker_message: str | None = None) -> KafkaErro
     return error_for_code(code, text)
 
 
-class AdminClient(GroupAdminMethods, QuotaAdminMethods):
+class AdminClient(GroupAdminMethods, TransactionAdminMethods, QuotaAdminMethods):
     def __init__(self, config: dict | None = None, *, network=None, **kwargs):
         cfg = parse_config(ADMIN_OPTIONS, config, kwargs, what="admin", ignore_unknown=True)
         check_common(cfg)

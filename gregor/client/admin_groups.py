@@ -34,6 +34,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = ""          # "classic" or "consumer" (KIP-848), from ListGroups v5+
 
 
 @dataclass
@@ -102,8 +103,8 @@ class GroupAdminMethods:
         self._metadata([], timeout)
         out: dict[str, GroupListing] = {}
         for node in list(self._net.metadata.brokers):
-            version = min(4, self._net.api_version(node, "ListGroups", timeout=timeout) or 0)
-            body = {"states_filter": list(states or ())}
+            version = min(5, self._net.api_version(node, "ListGroups", timeout=timeout) or 0)
+            body = {"states_filter": list(states or ()), "types_filter": []}
             resp = self._net.request(node, "ListGroups", body, version, timeout)
             if resp["error_code"]:
                 raise _fail(resp["error_code"], f"cannot list the groups of broker {node}")
@@ -111,7 +112,8 @@ class GroupAdminMethods:
                 state = g.get("group_state") or ""
                 if states and version < 4 and state.lower() not in {s.lower() for s in states}:
                     continue
-                out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"], state)
+                out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"], state,
+                                                  g.get("group_type") or "")
         return [out[k] for k in sorted(out)]
 
     def _describe_consumer_group(self, gid: str, timeout: float | None
@@ -191,6 +193,53 @@ class GroupAdminMethods:
                                            "require_stable": True}, error_of, timeout)
         return {(t["name"], p["partition_index"]): (p["committed_offset"], p["metadata"] or "")
                 for t in resp["topics"] for p in t["partitions"] if p["committed_offset"] >= 0}
+
+    def list_offsets_of_groups(self, group_ids, timeout: float | None = None
+                               ) -> dict[str, dict[tuple[str, int], int]]:
+        """{group: {(topic, partition): committed offset}} for many groups in few requests:
+        one batched FindCoordinator (v4+) and one OffsetFetch per coordinator (v8+, many
+        groups per request), as Kafka's admin batches them. Brokers without those versions,
+        and groups whose coordinator moved meanwhile, are asked one group at a time."""
+        gids = list(group_ids)
+        deadline = time.monotonic() + self._timeout(timeout)
+        out: dict[str, dict[tuple[str, int], int]] = {}
+        one_by_one: list[str] = []
+        by_node: dict[int, list[str]] = {}
+        self._metadata([], max(0.001, deadline - time.monotonic()))
+        if gids and (self._net.api_version(None, "FindCoordinator",
+                                           timeout=max(0.001, deadline - time.monotonic()))
+                     or 0) >= 4:
+            resp = self._net.request(None, "FindCoordinator",
+                                     {"key_type": 0, "coordinator_keys": gids}, 4,
+                                     max(0.001, deadline - time.monotonic()))
+            for c in resp["coordinators"]:
+                if c["error_code"]:
+                    one_by_one.append(c["key"])
+                else:
+                    by_node.setdefault(c["node_id"], []).append(c["key"])
+        else:
+            one_by_one = gids
+        for node, node_gids in by_node.items():
+            remaining = max(0.001, deadline - time.monotonic())
+            if (self._net.api_version(node, "OffsetFetch", timeout=remaining) or 0) < 8:
+                one_by_one += node_gids
+                continue
+            body = {"groups": [{"group_id": g, "member_id": None, "member_epoch": -1,
+                                "topics": None} for g in node_gids], "require_stable": False}
+            resp = self._net.request(node, "OffsetFetch", body, 8, remaining)
+            for g in resp["groups"]:
+                if g["error_code"] or any(p["error_code"] for t in g["topics"]
+                                          for p in t["partitions"]):
+                    one_by_one.append(g["group_id"])
+                    continue
+                out[g["group_id"]] = {(t["name"], p["partition_index"]): p["committed_offset"]
+                                      for t in g["topics"] for p in t["partitions"]
+                                      if p["committed_offset"] >= 0}
+        for gid in one_by_one:
+            remaining = max(0.001, deadline - time.monotonic())
+            out[gid] = {tp: o for tp, (o, _) in
+                        self.list_group_offsets(gid, None, remaining).items()}
+        return {g: out[g] for g in gids if g in out}
 
     # -- changing ---------------------------------------------------------------------------
     def alter_group_offsets(self, group: str, offsets, timeout: float | None = None) -> None:

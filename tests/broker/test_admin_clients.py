@@ -18,8 +18,8 @@ def _admin(b):
 
 # AlterConfigs (not the incremental variant, which has no message description yet)
 @pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
-def test_confluent_admin_lifecycle(shared_broker):
-    a = _admin(shared_broker)
+def test_confluent_admin_lifecycle(gregor_broker_session):
+    a = _admin(gregor_broker_session)
     fs = a.create_topics([NewTopic("ck-admin", 2, 1, config={"retention.ms": "3600000"}),
                           NewTopic("ck-admin-rf3", 1, 3)])
     fs["ck-admin"].result(30)
@@ -54,16 +54,16 @@ def test_confluent_admin_lifecycle(shared_broker):
     assert "ck-admin" not in a.list_topics(timeout=30).topics
 
 
-def test_confluent_delete_records_and_watermarks(shared_broker):
-    a = _admin(shared_broker)
+def test_confluent_delete_records_and_watermarks(gregor_broker_session):
+    a = _admin(gregor_broker_session)
     a.create_topics([NewTopic("ck-del", 1, 1)])["ck-del"].result(30)
-    p = Producer({"bootstrap.servers": shared_broker.bootstrap, "linger.ms": 0})
+    p = Producer({"bootstrap.servers": gregor_broker_session.bootstrap, "linger.ms": 0})
     for i in range(10):
         p.produce("ck-del", b"v%d" % i, partition=0)
     assert p.flush(30) == 0
     res = a.delete_records([TopicPartition("ck-del", 0, 4)])
     assert list(res.values())[0].result(30).low_watermark == 4
-    c = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": "wm",
+    c = Consumer({"bootstrap.servers": gregor_broker_session.bootstrap, "group.id": "wm",
                   "auto.offset.reset": "earliest"})
     try:
         assert c.get_watermark_offsets(TopicPartition("ck-del", 0), timeout=30) == (4, 10)
@@ -80,12 +80,12 @@ def test_confluent_delete_records_and_watermarks(shared_broker):
         c.close()
 
 
-def test_kafka_python_admin(shared_broker):
+def test_kafka_python_admin(gregor_broker_session):
     from kafka.admin import ConfigResource as KPConfigResource
     from kafka.admin import ConfigResourceType, KafkaAdminClient
     from kafka.admin import NewPartitions as KPNewPartitions
     from kafka.admin import NewTopic as KPNewTopic
-    a = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap)
+    a = KafkaAdminClient(bootstrap_servers=gregor_broker_session.bootstrap)
     try:
         a.create_topics([KPNewTopic("kp-admin", 1, 1, topic_configs={"cleanup.policy": "delete"})])
         assert "kp-admin" in a.list_topics()
@@ -100,8 +100,8 @@ def test_kafka_python_admin(shared_broker):
         a.close()
 
 
-def test_confluent_describe_cluster(shared_broker):
-    a = _admin(shared_broker)
+def test_confluent_describe_cluster(gregor_broker_session):
+    a = _admin(gregor_broker_session)
     desc = a.describe_cluster(request_timeout=30).result(30)
     assert desc.controller.id == 0 and [n.id for n in desc.nodes] == [0]
-    assert desc.nodes[0].port == shared_broker.port and desc.cluster_id
+    assert desc.nodes[0].port == gregor_broker_session.port and desc.cluster_id

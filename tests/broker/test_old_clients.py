@@ -8,17 +8,17 @@ kafka = pytest.importorskip("kafka", reason="kafka-python is a test dependency")
 
 
 @pytest.mark.parametrize("version", [(0, 8, 2), (0, 9), (0, 10, 1)])
-def test_old_kafka_python_round_trip(shared_broker, version):
+def test_old_kafka_python_round_trip(gregor_broker_session, version):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     topic = "old-" + "-".join(map(str, version))
-    p = KafkaProducer(bootstrap_servers=shared_broker.bootstrap, api_version=version, acks=1)
+    p = KafkaProducer(bootstrap_servers=gregor_broker_session.bootstrap, api_version=version, acks=1)
     try:
         futures = [p.send(topic, key=b"k%d" % i, value=b"v%d" % i) for i in range(20)]
         p.flush(30)
         assert [f.get(30).offset for f in futures] == list(range(20))
     finally:
         p.close()
-    c = KafkaConsumer(bootstrap_servers=shared_broker.bootstrap, api_version=version,
+    c = KafkaConsumer(bootstrap_servers=gregor_broker_session.bootstrap, api_version=version,
                       group_id=None, auto_offset_reset="earliest", enable_auto_commit=False)
     try:
         c.assign([TopicPartition(topic, 0)])

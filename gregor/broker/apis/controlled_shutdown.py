@@ -3,6 +3,8 @@ leaderships to other in-sync replicas and take it out of the ISRs first, so clie
 the new leaders before it closes its connections. Answered by the controller only
 (NOT_CONTROLLER elsewhere); the answer lists the partitions it still leads (no other in-sync
 replica), which the broker asks about again after controlled.shutdown.retry.backoff.ms.
+A request carrying an earlier broker epoch than the broker's current registration (v2+) is
+STALE_BROKER_EPOCH, as in Kafka.
 A single-node broker has nothing to hand over and answers at once.
 """
 from __future__ import annotations
@@ -21,8 +23,8 @@ def handle(broker, ctx, request):
 
     async def run():
         try:
-            return await member.controller.controlled_shutdown(member.controller.view,
-                                                               request["broker_id"])
+            return await member.controller.controlled_shutdown(
+                member.controller.view, request["broker_id"], request.get("broker_epoch", -1))
         except KafkaError as e:
             return e
 

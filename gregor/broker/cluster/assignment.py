@@ -82,3 +82,32 @@ def elect_after_change(replicas: list[int], state: PartitionState, live: set[int
         return None                      # already offline; waits for an ISR member to return
     last = [state.leader] if state.leader in state.isr else state.isr[:1]
     return PartitionState(-1, state.leader_epoch + 1, last, controller_epoch)
+
+
+def bounced_brokers(known: dict[int, int], current: dict[int, int]) -> set[int]:
+    """Brokers live at both reads whose registration is newer now (Kafka's bouncedBrokerIds,
+    KAFKA-7235): the broker epoch is the czxid of /brokers/ids/<id>, so a broker that lost its
+    session and registered again between two reads of the controller has a larger one, even
+    though the set of ids did not change."""
+    return {b for b, epoch in current.items() if b in known and epoch > known[b]}
+
+
+def elect_after_bounce(replicas: list[int], state: PartitionState, live: set[int],
+                       bounced: set[int], controller_epoch: int,
+                       unclean: bool = False) -> PartitionState | None:
+    """As elect_after_change, with every bounced broker handled as Kafka's controller does:
+    first as a failure (its leaderships move to another live ISR member, it leaves the ISRs),
+    then as a startup (a partition that went offline with it comes back with it as leader).
+    Its old registration's state cannot be trusted: it may have restarted on a shorter log.
+    Unclean election is left to the startup step: the broker is back, so a partition it alone
+    held in sync waits for it rather than take an out-of-sync replica (Kafka's failure step
+    could elect one here)."""
+    after_failure = state
+    if bounced & (set(state.isr) | {state.leader}):
+        after_failure = elect_after_change(replicas, state, live - bounced,
+                                           controller_epoch) or state
+    after_startup = elect_after_change(replicas, after_failure, live, controller_epoch,
+                                       unclean)
+    if after_startup is not None:
+        return after_startup
+    return after_failure if after_failure is not state else None

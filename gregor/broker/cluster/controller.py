@@ -6,7 +6,10 @@ it vanishes. The controller:
 - creates topics (CreateTopics): replica assignment, configs and initial partition states in
   one multi-op;
 - moves leadership when brokers come and go (Kafka's offline-partition election, unclean
-  election off), writing each new state conditioned on its zkVersion and on the epoch.
+  election off), writing each new state conditioned on its zkVersion and on the epoch; a
+  broker that registered again under a new session between two of its reads (same id, newer
+  broker epoch) is handled as a failure followed by a startup, as Kafka's controller handles
+  its bouncedBrokerIds (KAFKA-7235);
 - changes a partition's ISR when its leader asks (AlterPartition, KIP-497), with the same
   fencing;
 - tells the brokers what changed (LeaderAndIsr, UpdateMetadata, StopReplica: propagation.py
@@ -23,14 +26,16 @@ import time
 from ...protocol.errors import (ErrorCode, InvalidPartitionsError,
                                 InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                                 InvalidRequestError, InvalidTopicError, NotControllerError,
-                                TopicAlreadyExistsError, UnknownTopicOrPartitionError)
+                                StaleBrokerEpochError, TopicAlreadyExistsError,
+                                UnknownTopicOrPartitionError)
 from ..config import checked_topic_configs
 from ..topics import new_uuid_string, topic_name_error
 from . import znodes as z
-from .assignment import AssignmentError, assign_replicas, elect_after_change, initial_state
+from .assignment import (AssignmentError, assign_replicas, bounced_brokers, elect_after_bounce,
+                         initial_state)
 from .controller_channel import ControllerChannel
 from .metadata_store import (AlreadyExists, ClusterSnapshot, Conflict, ControllerMoved,
-                             MetadataStore)
+                             Disconnected, MetadataStore)
 from .propagation import PushPlanner
 
 log = logging.getLogger("gregor.broker.cluster.controller")
@@ -59,6 +64,10 @@ class Controller:
         self.connected = True
         self.elections = 0               # times this broker won, for tests and logs
         self.shutting_down: set[int] = set()   # brokers in a controlled shutdown
+        # each live broker's epoch as this controller last acted on it (Kafka's
+        # liveBrokerIdAndEpochs); None until its first read in this term
+        self.known_epochs: dict[int, int] | None = None
+        self.bounces = 0                 # bounced brokers handled, for tests and logs
 
     # -- election --------------------------------------------------------------------------
 
@@ -71,6 +80,7 @@ class Controller:
             return False
         self.epoch, self.epoch_zk_version = won
         self.active = True
+        self.known_epochs = None         # a new term starts from what it reads
         self.elections += 1
         log.info("broker %d is now the controller (controller epoch %d)", self.broker_id,
                  self.epoch)
@@ -139,6 +149,14 @@ class Controller:
         # stays with it until it is gone (then it is an ordinary dead broker)
         self.shutting_down &= set(snap.brokers)
         live = set(snap.brokers)
+        bounced = bounced_brokers(self.known_epochs, snap.broker_epochs) \
+            if self.known_epochs is not None else set()
+        if bounced:
+            epochs = ", ".join(f"{self.known_epochs[b]} -> {snap.broker_epochs[b]}"
+                               for b in sorted(bounced))
+            log.info("broker(s) %s registered again under a new ZooKeeper session (broker "
+                     "epoch %s): handled as a failure followed by a startup",
+                     sorted(bounced), epochs)
         deleted = await self._delete_marked(snap)
         updates, fresh = [], []
         for name, view in snap.topics.items():
@@ -151,12 +169,13 @@ class Controller:
                     # OnlinePartition, done by the controller only.
                     fresh.append((name, p, initial_state(replicas, live, self.epoch)))
                     continue
-                new = elect_after_change(replicas, state, live, self.epoch,
+                new = elect_after_bounce(replicas, state, live, bounced, self.epoch,
                                          self._unclean(view))
                 if new is not None:
                     new.zk_version = state.zk_version
                     updates.append((name, p, new))
         if not updates and not fresh:
+            self._acted_on(snap, bounced)
             return deleted
         try:
             await self.store.create_states(fresh, self.epoch_zk_version)
@@ -166,6 +185,7 @@ class Controller:
             return 0
         except Conflict:
             return 0                     # a state changed meanwhile; the watch re-runs us
+        self._acted_on(snap, bounced)
         for name, p, s in fresh + updates:
             log.info("%s-%d: leader %d, leader epoch %d, ISR %s", name, p, s.leader,
                      s.leader_epoch, s.isr)
@@ -178,6 +198,11 @@ class Controller:
             s.zk_version += 1
             snap.topics[name].states[p] = s
         return len(fresh) + len(updates)
+
+    def _acted_on(self, snap: ClusterSnapshot, bounced: set[int]) -> None:
+        """The brokers' epochs are handled: a later read compares with these."""
+        self.known_epochs = dict(snap.broker_epochs)
+        self.bounces += len(bounced)
 
     # -- AlterPartition --------------------------------------------------------------------
 
@@ -214,6 +239,12 @@ class Controller:
                     await self.store.update_states(writes, self.epoch_zk_version)
                 except ControllerMoved:
                     self.step_down("/controller_epoch moved on (another controller was elected)")
+                    return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
+                            "topics": []}
+                except Disconnected as e:
+                    # our session is in doubt: the leader asks again, at whichever broker
+                    # is the controller by then
+                    log.info("AlterPartition of broker %d not written: %s", requester, e)
                     return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
                             "topics": []}
                 except Conflict:
@@ -368,12 +399,19 @@ class Controller:
 
     # -- controlled shutdown ---------------------------------------------------------------
 
-    async def controlled_shutdown(self, snap: ClusterSnapshot, broker_id: int) -> list:
+    async def controlled_shutdown(self, snap: ClusterSnapshot, broker_id: int,
+                                  broker_epoch: int = -1) -> list:
         """Move every leadership of broker_id to another live ISR member and take it out of
         the ISRs it is in (Kafka's ControlledShutdown); returns the (topic, partition) pairs
-        it still leads (no other ISR member to take over). Raises NotControllerError."""
+        it still leads (no other ISR member to take over). Raises NotControllerError, and
+        StaleBrokerEpochError for a request of an earlier registration of the broker (it
+        was sent before the broker lost its session; Kafka refuses it the same way)."""
         if not self.active:
             raise NotControllerError(f"broker {self.broker_id} is not the controller")
+        if broker_epoch != -1 and broker_epoch < snap.broker_epochs.get(broker_id, -1):
+            raise StaleBrokerEpochError(
+                f"broker {broker_id} asked at broker epoch {broker_epoch}, but it registered "
+                f"again since (epoch {snap.broker_epochs[broker_id]})")
         self.shutting_down.add(broker_id)
         live = set(snap.brokers) - self.shutting_down
         updates, remaining = [], []

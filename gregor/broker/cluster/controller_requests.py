@@ -102,6 +102,10 @@ class ControllerRequestsMixin:
             if code:
                 return code
             touched = apply_update_metadata(self.snapshot, body, self.configs)
+            if body.get("broker_epoch", -1) != -1:
+                # the cluster as the controller sees it, told to this registration of ours
+                # (after the full LeaderAndIsr, which comes first): clients may ask us again
+                self.metadata_epoch = body["broker_epoch"]
             b = self.broker
             for name in touched:
                 view, local = self.snapshot.topics.get(name), b.store.get(name)

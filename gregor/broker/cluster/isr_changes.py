@@ -45,7 +45,8 @@ class IsrChangesMixin:
     def check_isr(self, only=None) -> None:
         """Ask for an ISR change of every led partition whose ISR should shrink (the
         periodic check), or of `only` (after its follower fetched) whose ISR should change."""
-        if not self._registered or not self.store.connected or self._closed:
+        if not self._registered or not self.session.connected or not self.store.connected \
+                or self._closed:
             return               # a leader cut off from ZooKeeper changes nothing
         lag_ms = int(self.broker.config.get("replica.lag.time.max.ms"))
         now_ms = int(time.time() * 1000)

@@ -26,22 +26,22 @@ from .assignment import AssignmentError, assign_replicas
 from .controller import Controller
 from .controller_requests import ControllerRequestsMixin
 from .entity_configs_zk import ZkEntityConfigStore
+from .errors import ClusterError
 from .isr_changes import IsrChangesMixin
 from .metadata_cache import apply_configs
 from .metadata_store import BrokerIdInUse, ClusterSnapshot, MetadataStore, StoreError
 from .producer_ids import ClusterProducerIds
 from .replica_fetcher import ReplicaFetcherManager
+from .session import SessionStateMachine
+from .session_handling import SessionHandlingMixin
 
 GROUPS_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
 
 log = logging.getLogger("gregor.broker.cluster")
 
-class ClusterError(RuntimeError):
-    """The broker cannot join (refused id, foreign data directory, ZooKeeper unreachable)."""
 
-
-class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
+class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMixin):
     def __init__(self, broker):
         self.broker = broker
         self.broker_id = broker.broker_id
@@ -59,6 +59,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         self.zk_controller = (-1, 0)          # (controller id, epoch) at our last read
         self.broker_epoch = -1                # our registration's czxid
         self.told_epoch = -1                  # the broker epoch of the controller's last word
+        self.metadata_epoch = -1              # ... and of its last UpdateMetadata
         self._restating = False
         self._push_lock = asyncio.Lock()
         self._pushed = asyncio.Event()
@@ -68,6 +69,11 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         self._dirty = False
         self._refreshing: asyncio.Task | None = None
         self._registered = False
+        self._registered_session: int | None = None   # the session our registration is of
+        self.session = SessionStateMachine()  # kazoo's reports, in order (session.py)
+        self._deadline: asyncio.TimerHandle | None = None    # a suspension's deadline
+        self._step_outs = 0                   # times this broker stepped out of service
+        self._stepped_out_session: int | None = None
         self._closed = False
         self.producer_ids = ClusterProducerIds(self.store, self.broker_id)
         # /config/users, /config/clients, /config/ips: quotas and SCRAM credentials
@@ -81,7 +87,6 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         self.isr_writes = 0               # ISR changes this broker made, for tests and logs
         self._controller_conn = None      # AlterPartition's connection to the controller
         self._controller_conn_lock = asyncio.Lock()
-        self._fence_timer: asyncio.TimerHandle | None = None
         self._refusing = False
 
     # -- joining ---------------------------------------------------------------------------
@@ -134,6 +139,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
 
     async def join(self) -> None:
         """After the server listens: register, read the cluster, run for controller."""
+        self.session = SessionStateMachine(self.store.session_id)
         await self._register()
         self.store.on_change = self.request_refresh
         self.store.on_session = self._on_session
@@ -153,13 +159,15 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
                           in b.endpoints.items())
         info = z.BrokerInfo(self.broker_id, b.advertised_host, b.advertised_port,
                             b.config.get("broker.rack"), int(time.time() * 1000), endpoints)
+        session = self.session.session_id
         try:
             self.broker_epoch = await self.store.register_broker(info)
         except BrokerIdInUse as e:
             raise ClusterError(str(e)) from None
         self._registered = True
-        log.info("registered broker %d at %s:%d in ZooKeeper", self.broker_id, info.host,
-                 info.port)
+        self._registered_session = session
+        log.info("registered broker %d at %s:%d in ZooKeeper (broker epoch %d)",
+                 self.broker_id, info.host, info.port, self.broker_epoch)
 
     async def controlled_shutdown(self) -> None:
         """Before the server stops (controlled.shutdown.enable): hand our leaderships over."""
@@ -169,6 +177,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
 
     async def close(self) -> None:
         self._closed = True
+        if self._deadline is not None:
+            self._deadline.cancel()
         if self.controller.active:
             self.controller.step_down("shutting down")
             await self.store.resign(self.broker_id)
@@ -225,8 +235,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         ctrl = self.snapshot.controller_id
         if ctrl == self.broker_id and self.controller.active:
             try:
-                return await self.controller.controlled_shutdown(self.controller.view,
-                                                                 self.broker_id)
+                return await self.controller.controlled_shutdown(
+                    self.controller.view, self.broker_id, self.broker_epoch)
             except KafkaError as e:
                 log.warning("controlled shutdown: %s", e)
                 return None
@@ -237,7 +247,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
                                 int(self.broker.config.get("replica.socket.timeout.ms")) / 1000)
         try:
             body = await conn.request(messages.api("ControlledShutdown"), 2,
-                                      {"broker_id": self.broker_id, "broker_epoch": -1})
+                                      {"broker_id": self.broker_id,
+                                       "broker_epoch": self.broker_epoch})
         except (OSError, asyncio.TimeoutError, ConnectionError, KafkaError) as e:
             log.warning("controlled shutdown: asking controller %d failed: %s", ctrl, e)
             return None
@@ -250,133 +261,6 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin):
         return [(r["topic_name"], r["partition_index"]) for r in body["remaining_partitions"]]
 
     # -- following ZooKeeper ---------------------------------------------------------------
-
-    def _on_session(self, state: str) -> None:
-        log.info("ZooKeeper session %s", state)
-        self.controller.on_session(state)
-        if state == "SUSPENDED" and self._fence_timer is None and not self._closed:
-            # cut off from ZooKeeper: once a session timeout has passed, ZooKeeper has
-            # expired our session and the controller may have elected other leaders
-            self._fence_timer = asyncio.get_running_loop().call_later(
-                self.store.session_timeout, self._fence_self, "cut off from ZooKeeper for "
-                "longer than zookeeper.session.timeout.ms")
-        elif state == "CONNECTED" and self._fence_timer is not None:
-            self._fence_timer.cancel()
-            self._fence_timer = None
-        if state == "LOST":
-            self._fence_self("ZooKeeper session expired")
-        if state == "LOST":
-            self._registered = False
-        elif state == "CONNECTED" and not self._closed:
-            self.request_refresh()
-
-    def _fence_self(self, why: str) -> None:
-        """Stop leading anything until the controller says otherwise: another broker may lead our
-        partitions now, and a client must not be told, by our writes or our Metadata, that
-        we still do (Kafka's ZooKeeper-mode brokers kept serving until they reconnected;
-        their acks=all writes could not commit, but clients kept waiting on them)."""
-        self._fence_timer = None
-        rm = self.broker.replica_manager
-        fenced = 0
-        for part in list(rm.partitions.values()):
-            view = self.snapshot.topics.get(part.topic)
-            if not part.is_leader or view is None:
-                continue
-            part.make_follower(-1, part.leader_epoch, part.isr, part.replicas,
-                               part.state_zk_version)
-            rm.notify(part)                 # waiting produces and fetches answer now
-            state = view.states.get(part.index)
-            if state is not None and state.leader == self.broker_id:
-                view.states[part.index] = z.PartitionState(
-                    -1, state.leader_epoch, state.isr, state.controller_epoch, -1)
-            fenced += 1
-        if fenced:
-            log.warning("%s: no longer leading %d partition(s) until ZooKeeper is back", why,
-                        fenced)
-        # Clients must not take our stale view of the cluster (librdkafka keeps asking the
-        # broker it is connected to for Metadata): as a broker the cluster considers dead,
-        # refuse them until we are registered again. Followers fetching from us go too.
-        server = self.broker.server
-        if server is not None and not self._closed:
-            server.refuse_clients("this broker lost its ZooKeeper session; ask another broker")
-            self._refusing = True
-
-    def maybe_accept_clients(self) -> None:
-        """After stepping out: serve again once registered and told the cluster by the
-        controller under this registration (before, our cache may be stale)."""
-        if self._refusing and self._registered and self.store.connected \
-                and self.told_epoch == self.broker_epoch and not self._restating:
-            self._restating = True
-            asyncio.get_running_loop().create_task(self._serve_again())
-
-    async def _serve_again(self) -> None:
-        try:
-            # The session may have survived the cut (ZooKeeper itself was away): then the
-            # controller saw nothing to tell us, and our fenced partitions must be restated
-            # from their states, as a full LeaderAndIsr would (stale ones are ignored).
-            await self._restate_local_partitions()
-        except Exception as e:
-            log.warning("restating our partitions from ZooKeeper failed: %s; retrying", e)
-            self._restating = False
-            asyncio.get_running_loop().call_later(1.0, self.maybe_accept_clients)
-            return
-        self._restating = False
-        if not self._refusing:
-            return
-        self._refusing = False
-        if self.broker.server is not None:
-            self.broker.server.accept_clients()
-        log.info("back in the cluster: accepting clients again")
-
-    async def _restate_local_partitions(self) -> None:
-        parts = [p for p in self.broker.replica_manager.partitions.values() if not p.deleted
-                 and p.zk_state is not None]
-        states = [(p, await self.store.read_state(p.topic, p.index)) for p in parts]
-        async with self._push_lock:
-            for part, state in states:
-                if state is None:
-                    continue
-                info = self.broker.store.get(part.topic)
-                view = self.snapshot.topics.get(part.topic)
-                replicas = list(view.assignment.partitions.get(part.index, part.replicas)) \
-                    if view is not None else list(part.replicas)
-                if info is not None:
-                    self._lead_or_follow(info, {
-                        "partition_index": part.index, "leader": state.leader,
-                        "leader_epoch": state.leader_epoch, "isr": state.isr,
-                        "controller_epoch": state.controller_epoch,
-                        "partition_epoch": state.zk_version, "replicas": replicas}, True)
-                cached = view.states.get(part.index) if view is not None else None
-                if cached is not None and (cached.leader_epoch, cached.zk_version) <= \
-                        (state.leader_epoch, state.zk_version):
-                    view.states[part.index] = state
-
-    def request_refresh(self) -> None:
-        """Something watched changed: re-read (coalescing bursts of events into one read)."""
-        self._dirty = True
-        if self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.get_running_loop().create_task(self._refresh_loop())
-
-    async def _refresh_loop(self) -> None:
-        while self._dirty and not self._closed:
-            self._dirty = False
-            try:
-                if not self._registered:
-                    await self._register()      # a new session after LOST
-                await self.refresh_now()
-                self.maybe_accept_clients()
-            except asyncio.CancelledError:
-                raise
-            except ClusterError as e:
-                log.error("%s", e)
-                return
-            except Exception as e:
-                # Disconnected: the CONNECTED event asks again; anything else (a znode we
-                # cannot read) is retried in a second rather than waiting for the next event.
-                log.warning("reading the cluster from ZooKeeper failed: %s", e)
-                if self.store.connected and not self._closed:
-                    asyncio.get_running_loop().call_later(1.0, self.request_refresh)
-                return
 
     async def refresh_now(self) -> ClusterSnapshot:
         """Read what a broker reads itself (controller, configs); as the controller (or when

@@ -6,8 +6,9 @@ KRaft-style quorum could replace ZooKeeper behind the same methods.
 kazoo runs its own connection thread; every call here uses kazoo's *_async form and hands the
 result to the asyncio loop (call_soon_threadsafe), so the broker's loop never blocks on
 ZooKeeper. Watch events and session-state changes arrive the same way, as plain callbacks on
-the loop: `on_change()` (something watched changed: re-read) and `on_session(state)` with
-"CONNECTED", "SUSPENDED" or "LOST".
+the loop: `on_change()` (something watched changed: re-read) and `on_session(state, session_id)`
+with "CONNECTED", "SUSPENDED" or "LOST" and the id of the session the report is about, in
+kazoo's order (session.py decides what each means, on the loop).
 
 Writes made by the controller are multi-ops that first check /controller_epoch's zkVersion
 (Kafka's fencing): a controller that lost its role can no longer change anything, even if it
@@ -21,8 +22,9 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
-from kazoo.exceptions import (BadVersionError, NodeExistsError, NoNodeError, NotEmptyError,
-                              RolledBackError, ZookeeperError)
+from kazoo.exceptions import (BadVersionError, ConnectionClosedError, ConnectionLoss,
+                              NodeExistsError, NoNodeError, NotEmptyError, RolledBackError,
+                              SessionExpiredError, ZookeeperError)
 
 from . import znodes as z
 
@@ -48,6 +50,14 @@ class Conflict(StoreError):
 
 class AlreadyExists(StoreError):
     pass
+
+
+class Disconnected(StoreError):
+    """ZooKeeper could not be asked: the connection or the session was lost meanwhile. The
+    session's own events (on_session) say what happens next; callers give up this attempt."""
+
+
+_DISCONNECTED = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
 
 
 def split_connect(connect: str) -> tuple[str, str]:
@@ -88,7 +98,7 @@ class MetadataStore:
         self.client: KazooClient | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.on_change = lambda: None
-        self.on_session = lambda state: None
+        self.on_session = lambda state, session_id: None
         self._closed = False
 
     # -- connection ------------------------------------------------------------------------
@@ -124,8 +134,14 @@ class MetadataStore:
     def _state_listener(self, state) -> None:       # kazoo's thread
         name = {KazooState.CONNECTED: "CONNECTED", KazooState.SUSPENDED: "SUSPENDED",
                 KazooState.LOST: "LOST"}.get(state, str(state))
+        # The session the report is about, read here on kazoo's thread where it is still
+        # that session's: kazoo calls listeners before it forgets an expired session's id
+        # and after it took a new session's (client_id hides it while disconnected).
+        session_id = getattr(self.client, "_session_id", None)
         if not self._closed:
-            self.loop.call_soon_threadsafe(self.on_session, name)
+            # call_soon_threadsafe keeps kazoo's order: the loop sees the reports as kazoo
+            # made them, one at a time
+            self.loop.call_soon_threadsafe(self.on_session, name, session_id)
 
     def _watch(self, event) -> None:                  # kazoo's thread
         if not self._closed:
@@ -141,6 +157,8 @@ class MetadataStore:
                     return
                 try:
                     fut.set_result(r.get_nowait())
+                except _DISCONNECTED as e:
+                    fut.set_exception(Disconnected(f"ZooKeeper: {type(e).__name__}"))
                 except Exception as e:
                     fut.set_exception(e)
             self.loop.call_soon_threadsafe(settle)

@@ -40,6 +40,18 @@ class LoopTimers:
         return _Timer(asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000.0, fn))
 
 
+class ClockTimers:
+    """Timers of a test clock (gregor.testing.ManualClock): they fire when it is advanced."""
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    def call_later(self, delay_ms: int, fn):
+        if delay_ms <= 0:            # due now: no advance() should be needed to run it
+            return _Timer(asyncio.get_running_loop().call_soon(fn))
+        return self.clock.call_later(delay_ms / 1000.0, fn)
+
+
 class LogStore:
     """store.write for the coordinator, on `__consumer_offsets` through CoordinatorLog.
 
@@ -227,8 +239,12 @@ class GroupService:
              "segment.bytes": str(cfg.get("offsets.topic.segment.bytes"))},
             commit_timeout_ms=int(cfg.get("offsets.commit.timeout.ms")))
         self.metrics = GroupMetrics()
+        clock = getattr(broker, "clock", None)     # gregor.testing's ManualClock, or None
+        self.sleep = asyncio.sleep if clock is None else clock.sleep
         self.coordinator = GroupCoordinator(
-            self.config, LogStore(self.store), LoopTimers(), _now_ms, self.metrics,
+            self.config, LogStore(self.store),
+            LoopTimers() if clock is None else ClockTimers(clock),
+            _now_ms if clock is None else clock.time_ms, self.metrics,
             metadata=TopicMetadata(broker))
         self.metrics.coordinator = self.coordinator
         try:
@@ -278,7 +294,7 @@ class GroupService:
 
     async def _expire_every(self, interval_ms: int) -> None:
         while True:
-            await asyncio.sleep(max(0.01, interval_ms / 1000.0))
+            await self.sleep(max(0.01, interval_ms / 1000.0))
             try:
                 self.coordinator.expire_offsets()
             except Exception:

@@ -53,12 +53,16 @@ class QuotaEnforcer:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def handle(self, handler, ctx, body, size: int):
+    def handle(self, handler, ctx, body, size: int, call=None):
+        """The handler's result for this request, throttled as its quotas say. call: what
+        runs the handler instead of handler.handle (a test's fault injection)."""
         conn = ctx.connection
         api = handler.api.key
+        if call is None:
+            call = _plain
         if conn is None or api in EXEMPT_APIS or (api == FETCH and body.get("replica_id", -1)
                                                   >= 0):
-            return handler.handle(ctx, body)
+            return call(handler, ctx, body)
         s = self.service
         name, client_id = conn.principal.name, ctx.client_id or ""
         fetch_budget = None
@@ -69,7 +73,7 @@ class QuotaEnforcer:
                 if body["max_bytes"] > cap:
                     body["max_bytes"] = max(1, int(cap))
         started = time.perf_counter()
-        result = handler.handle(ctx, body)
+        result = call(handler, ctx, body)
         elapsed = time.perf_counter() - started
         now_ms = int(time.monotonic() * 1000)
         throttle, cause = 0, None
@@ -170,6 +174,10 @@ class QuotaEnforcer:
         transport.pause_reading()
         asyncio.get_running_loop().call_later(ms / 1000.0, transport.close)
         return False
+
+
+def _plain(handler, ctx, body):
+    return handler.handle(ctx, body)
 
 
 def _held_back(body: dict, ms: int) -> asyncio.Future:

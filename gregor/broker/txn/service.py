@@ -94,8 +94,11 @@ class TxnService:
         if broker.cluster is not None:
             from ..cluster.markers import ClusterMarkers
             markers = ClusterMarkers(broker, markers)
+        clock = getattr(broker, "clock", None)     # gregor.testing's ManualClock, or None
+        self.sleep = asyncio.sleep if clock is None else clock.sleep
         self.coordinator = TransactionCoordinator(
-            self.config, _LogPort(self.store), markers, broker.producer_ids.next_id)
+            self.config, _LogPort(self.store), markers, broker.producer_ids.next_id,
+            **({} if clock is None else {"clock": clock.time_ms}))
         self._tasks: list[asyncio.Task] = []
 
     def _replication_factor(self) -> int:
@@ -150,10 +153,9 @@ class TxnService:
             int(cfg.get("transaction.remove.expired.transaction.cleanup.interval.ms")),
             self.coordinator.expire_transactional_ids)))
 
-    @staticmethod
-    async def _every(interval_ms: int, job) -> None:
+    async def _every(self, interval_ms: int, job) -> None:
         while True:
-            await asyncio.sleep(max(0.01, interval_ms / 1000.0))
+            await self.sleep(max(0.01, interval_ms / 1000.0))
             try:
                 await job()
             except Exception:

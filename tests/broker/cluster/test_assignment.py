@@ -6,6 +6,7 @@ import random
 import pytest
 
 from gregor.broker.cluster.assignment import (AssignmentError, assign_replicas,
+                                              bounced_brokers, elect_after_bounce,
                                               elect_after_change, initial_state)
 from gregor.broker.cluster.znodes import PartitionState
 
@@ -77,3 +78,33 @@ def test_unclean_election_takes_a_live_out_of_sync_replica_only_when_enabled():
     assert (new.leader, new.isr, new.leader_epoch) == (2, [2], 4)
     # with a live in-sync replica the setting changes nothing
     assert elect_after_change([1, 2, 3], st(1, 3, [1, 3]), {2, 3}, 1, unclean=True).leader == 3
+
+
+def test_a_bounce_is_a_newer_registration_of_an_id_live_at_both_reads():
+    # Kafka's bouncedBrokerIds: same id, larger czxid; new and dead ids are not bounces
+    assert bounced_brokers({1: 10, 2: 20, 3: 30}, {1: 10, 2: 25, 4: 40}) == {2}
+    assert bounced_brokers({1: 10}, {1: 10}) == set()
+
+
+def test_a_bounced_leader_is_failed_over_then_started_as_a_follower():
+    # failure step: leadership to the next ISR member, the bounced broker leaves the ISR;
+    # startup step: nothing more (it rejoins the ISR by fetching, through AlterPartition)
+    new = elect_after_bounce([1, 2, 3], st(1, 4, [1, 2, 3]), {1, 2, 3}, {1}, 2)
+    assert (new.leader, new.leader_epoch, new.isr) == (2, 5, [2, 3])
+    # a bounced follower leaves the ISR, the leader stays
+    new = elect_after_bounce([1, 2, 3], st(1, 4, [1, 2, 3]), {1, 2, 3}, {3}, 2)
+    assert (new.leader, new.leader_epoch, new.isr) == (1, 5, [1, 2])
+    # a partition it is not in sync for is left alone
+    assert elect_after_bounce([1, 2, 3], st(1, 4, [1, 2]), {1, 2, 3}, {3}, 2) is None
+    assert elect_after_bounce([1, 2, 3], st(1, 4, [1, 2, 3]), {1, 2, 3}, set(), 2) is None
+
+
+def test_a_partition_only_the_bounced_broker_held_in_sync_comes_back_with_it():
+    # failure step: offline (leader -1, ISR [1]); startup step: broker 1 leads again, at a
+    # newer leader epoch than before; never an unclean election of an out-of-sync replica
+    for unclean in (False, True):
+        new = elect_after_bounce([1, 2, 3], st(1, 4, [1]), {1, 2, 3}, {1}, 2, unclean)
+        assert (new.leader, new.leader_epoch, new.isr) == (1, 6, [1])
+    # two brokers bounced at once, the third alone left in sync
+    new = elect_after_bounce([1, 2, 3], st(1, 4, [1, 2, 3]), {1, 2, 3}, {1, 2}, 2)
+    assert (new.leader, new.leader_epoch, new.isr) == (3, 5, [3])

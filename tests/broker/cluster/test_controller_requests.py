@@ -199,6 +199,21 @@ def test_alter_partition_is_checked_by_the_controller(cluster, topic):
     assert state_of(c, topic, 2) == (doc, version)          # nothing written
 
 
+def test_a_controlled_shutdown_of_an_earlier_registration_is_refused(cluster, topic):
+    """ControlledShutdown v2+ carries the broker epoch (KIP-380): one sent by an earlier
+    registration of the broker (before it lost its session) is STALE_BROKER_EPOCH at the
+    controller and moves nothing."""
+    c = cluster
+    ctrl = c.controller_id()
+    victim = next(b for b in (0, 1, 2) if b != ctrl)
+    czxid = c.zk.get(f"/brokers/ids/{victim}")[1].czxid
+    before = [state_of(c, topic, p) for p in range(3)]
+    with WireClient(c.by_id(ctrl).port) as w:
+        r = w.request("ControlledShutdown", 3, {"broker_id": victim, "broker_epoch": czxid - 1})
+    assert r["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+    assert [state_of(c, topic, p) for p in range(3)] == before
+
+
 def test_an_isr_change_at_the_controller_reaches_every_broker_and_the_leader_repairs_it(
         cluster, topic):
     """A change the leader did not make itself (here sent by hand on its behalf, as if its

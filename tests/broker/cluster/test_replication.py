@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from tests.support.availability import wait_available
 from tests.support.checker import ReplicationChecker
 from tests.support.cluster import BrokerCluster, ProxiedCluster
 
@@ -654,20 +655,22 @@ def test_random_faults_lose_nothing(zookeeper_server, tmp_path):
     the ZooKeeper link blackholed, the brokers' links to one broker blackholed or cut, for
     less or more than replica.lag.time.max.ms) against random brokers of a cluster under a
     continuous idempotent acks=all load on 3 partitions; after each, the cluster must heal
-    (every ISR whole) before the next. Then every acknowledged record is read exactly once
-    at its offset and the replicas' logs are identical. The seed is printed, so a failure can
-    be replayed (GREGOR_FAULT_SEED); GREGOR_FAULT_COUNT runs a longer sequence."""
+    (every broker answering Metadata with full ISRs, tests/support/availability.py, within
+    replica.lag.time.max.ms + 2 s of the heal) before the next. Then every acknowledged
+    record is read exactly once at its offset and the replicas' logs are identical. The seed
+    is printed, so a failure can be replayed (GREGOR_FAULT_SEED); GREGOR_FAULT_COUNT runs a
+    longer sequence."""
     import random
     import signal
     seed = int(os.environ.get("GREGOR_FAULT_SEED", random.randrange(1 << 30)))
     count = FAULT_COUNT
     print(f"GREGOR_FAULT_SEED={seed} GREGOR_FAULT_COUNT={count}")
     rng = random.Random(seed)
-    lag_ms = 6000
+    lag_ms, socket_ms = 6000, 5000
     c = ProxiedCluster(tmp_path, zookeeper_server.hosts, f"f-{uuid.uuid4().hex[:12]}",
                        settings={"replica.lag.time.max.ms": lag_ms,
-                                 "replica.socket.timeout.ms": 5000})
-    faults = []
+                                 "replica.socket.timeout.ms": socket_ms})
+    faults, recoveries = [], []
     try:
         c.start()
         c.wait_for(lambda: len(c.registered()) == 3 and c.controller_id() != -1,
@@ -705,11 +708,20 @@ def test_random_faults_lose_nothing(zookeeper_server, tmp_path):
                 link.blackhole() if kind == "link_blackhole" else link.cut()
                 time.sleep(rng.uniform(0.5, 2.0) * lag_ms / 1000.0)
                 link.heal()
+            healed = time.monotonic()
+            # Available again, as clients see it: every broker answers Metadata with every
+            # broker, a leader per partition and full ISRs, within the lag time + 2 s of the
+            # heal (plus, after a blackholed link, the replica.socket.timeout.ms a fetch
+            # sent into the hole waits before the follower connects again)
+            within = (lag_ms + 2000 + (socket_ms if kind == "link_blackhole" else 0)) / 1000
+            took = wait_available(c, "chaos", 3, within, since=healed)
+            recoveries.append((kind, victim, round(took["serving"], 2), round(took["whole"], 2)))
             c.wait_for(lambda: all(sorted(state(c, "chaos", p)["isr"]) == [0, 1, 2]
                                    for p in range(3)), timeout=90,
                        what=f"every ISR whole after {kind} of broker {victim}")
         finish(c, "chaos", 3, checker, prod, stop, t)
         print(f"faults (seed {seed}): {faults}; {len(checker.acked)} records acknowledged")
+        print(f"(fault, broker, serving after s, ISRs full after s): {recoveries}")
     except BaseException:
         print(f"faults so far (seed {seed}): {faults}")
         raise

@@ -1,4 +1,5 @@
-"""gregor's Consumer in group mode against a real gregor broker process: consume everything
+"""gregor's Consumer in group mode against a real gregor broker (gregor.testing's in-process
+Broker, shared by the module): consume everything
 once, split partitions between members, resume at committed offsets, rebalance when a member
 leaves or stops polling, static membership, auto commit, the asyncio consumer and the CLI."""
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from gregor.client.admin import AdminClient, NewTopic
 from gregor.client.consumer import AsyncioConsumer, Consumer
 from gregor.client.producer import Producer
-from tests.support.broker import BrokerProcess
+from gregor.testing import Broker
 
 PARTITIONS = 4
 SESSION_MS = 10000
@@ -20,15 +21,10 @@ _seq = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("group-consumer") / "data",
-                      settings={"group.initial.rebalance.delay.ms": "0",
-                                "group.min.session.timeout.ms": "1000"})
-    b.start()
-    try:
+def broker():
+    with Broker({"group.initial.rebalance.delay.ms": 0,
+                 "group.min.session.timeout.ms": 1000}) as b:
         yield b
-    finally:
-        b.stop()
 
 
 def new_topic(broker, n: int, partitions: int = PARTITIONS) -> str:

@@ -76,8 +76,8 @@ def _consume(bootstrap: str, topic: str, n: int) -> list:
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_librdkafka_consumes_our_batches(shared_broker, codec):
-    broker = shared_broker
+def test_librdkafka_consumes_our_batches(gregor_broker_session, codec):
+    broker = gregor_broker_session
     topic = f"ours-{codec}"
     _create_topic(broker.bootstrap, topic)
     recs = _records(codec)
@@ -98,8 +98,8 @@ def test_librdkafka_consumes_our_batches(shared_broker, codec):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_we_decode_librdkafka_batches(shared_broker, codec):
-    broker = shared_broker
+def test_we_decode_librdkafka_batches(gregor_broker_session, codec):
+    broker = gregor_broker_session
     topic = f"theirs-{codec}"
     _create_topic(broker.bootstrap, topic)
     recs = _records(codec, 300)

@@ -1,0 +1,132 @@
+"""The lag sampler: every few seconds, every group's committed offsets and the end offsets of
+their partitions, kept as the latest snapshot (the groups page renders from it, so it stays fast
+with many groups) and as a ring buffer of total lag per group (the lag-over-time chart).
+
+One sample costs the broker: ListGroups per broker, Metadata, one batched FindCoordinator, one
+OffsetFetch per coordinator (many groups each, v8+) and one ListOffsets per partition leader.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from dataclasses import dataclass, field
+
+log = logging.getLogger("gregor.console.lag")
+
+
+@dataclass
+class GroupLag:
+    group_id: str
+    state: str
+    protocol_type: str
+    group_type: str
+    committed: dict = field(default_factory=dict)    # {(topic, p): offset}
+    ends: dict = field(default_factory=dict)         # {(topic, p): log end offset}
+
+    @property
+    def lag_by_partition(self) -> dict:
+        return {tp: max(0, self.ends[tp] - o) for tp, o in self.committed.items()
+                if tp in self.ends}
+
+    @property
+    def total_lag(self) -> int:
+        return sum(self.lag_by_partition.values())
+
+    @property
+    def max_lag(self) -> int:
+        return max(self.lag_by_partition.values(), default=0)
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted({t for t, _ in self.committed})
+
+
+def take_sample(admin) -> dict[str, GroupLag]:
+    """One sample (blocking; a worker thread runs it)."""
+    listing = admin.list_groups()
+    offsets = admin.list_offsets_of_groups([g.group_id for g in listing]) if listing else {}
+    # Committed offsets may name topics or partitions deleted since: ask only for live ones
+    # (ListOffsets would retry an unknown partition until its timeout).
+    topics = admin.list_topics(include_internal=True)
+    live = {(t, p.partition) for t, d in topics.items() for p in d.partitions if p.leader >= 0}
+    wanted = {tp for o in offsets.values() for tp in o if tp in live}
+    ends = admin.list_offsets({tp: "latest" for tp in wanted}) if wanted else {}
+    end_of = {tp: o.offset for tp, o in ends.items() if o is not None}
+    out = {}
+    for g in listing:
+        committed = offsets.get(g.group_id, {})
+        out[g.group_id] = GroupLag(g.group_id, g.state, g.protocol_type, g.group_type,
+                                   committed, {tp: end_of[tp] for tp in committed
+                                               if tp in end_of})
+    return out
+
+
+class LagSampler:
+    def __init__(self, pool, interval_s: float, history: int):
+        self.pool = pool
+        self.interval_s = interval_s
+        self.latest: dict[str, GroupLag] | None = None
+        self.sampled_at: float | None = None
+        self.error: str | None = None
+        self.history: dict[str, collections.deque] = {}
+        self._maxlen = history
+        self._task: asyncio.Task | None = None
+        self._lock = asyncio.Lock()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            started = time.monotonic()
+            try:
+                await self.sample()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.debug("lag sample failed: %s", e)
+            await asyncio.sleep(max(0.1, self.interval_s - (time.monotonic() - started)))
+
+    async def sample(self) -> dict[str, GroupLag]:
+        """Take a sample now (one at a time) and record it."""
+        async with self._lock:
+            try:
+                snap = await self.pool.admin(take_sample)
+            except Exception as e:
+                self.error = str(e) or type(e).__name__
+                raise
+            self.error = None
+            now = time.time()
+            self.latest, self.sampled_at = snap, now
+            for gid, g in snap.items():
+                ring = self.history.get(gid)
+                if ring is None:
+                    ring = self.history[gid] = collections.deque(maxlen=self._maxlen)
+                ring.append((now, g.total_lag))
+            for gid in list(self.history):
+                if gid not in snap:
+                    del self.history[gid]        # deleted group: its history goes with it
+            return snap
+
+    async def snapshot(self, max_age_s: float | None = None) -> dict[str, GroupLag]:
+        """The latest sample, or a fresh one when there is none (or it is older than
+        max_age_s)."""
+        if self.latest is None or (max_age_s is not None and self.sampled_at is not None
+                                   and time.time() - self.sampled_at > max_age_s):
+            return await self.sample()
+        return self.latest
+
+    def series(self, group_id: str) -> list[tuple[float, int]]:
+        return list(self.history.get(group_id, ()))
