@@ -32,10 +32,7 @@ class ConnectionRateQuotas:
         self.limits: dict[str, float] = {}        # normalized ip or DEFAULT -> connections/s
         self.rates: dict[str, Rate] = {}
         self.throttled: dict[str, int] = {}       # ip -> connections refused (metrics)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.limits)
+        self.enabled = False
 
     def update(self, ip: str, value: float | None) -> None:
         """ip: an IP address or DEFAULT."""
@@ -44,6 +41,7 @@ class ConnectionRateQuotas:
             self.limits.pop(key, None)
         else:
             self.limits[key] = value
+        self.enabled = bool(self.limits)
 
     def limit(self, ip: str) -> float | None:
         value = self.limits.get(ip)

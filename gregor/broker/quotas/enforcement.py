@@ -33,6 +33,9 @@ PRODUCE, FETCH = 0, 1
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, WriteTxnMarkers,
 # AlterPartition: the cluster's own requests, never throttled (Kafka's "exempt" responses)
 EXEMPT_APIS = frozenset({4, 5, 6, 7, 27, 56})
+# CreateTopics, DeleteTopics, CreatePartitions: their handlers apply controller_mutation_rate
+# and put its throttle time in the response, which the enforcer then applies
+MUTATION_APIS = frozenset({19, 20, 37})
 # what a partition's entry in a fetch response adds besides its records (ids, offsets,
 # error code, array headers): an estimate, the records dominate the size
 _PARTITION_OVERHEAD = 40
@@ -65,32 +68,38 @@ class QuotaEnforcer:
             return call(handler, ctx, body)
         s = self.service
         name, client_id = conn.principal.name, ctx.client_id or ""
-        fetch_budget = None
-        if api == FETCH and s.fetch.enabled:
-            fetch_budget = s.fetch.budget(name, client_id)
-            if fetch_budget is not None and ctx.api_version >= 3:
-                cap = s.fetch.max_value_in_window(fetch_budget)
-                if body["max_bytes"] > cap:
-                    body["max_bytes"] = max(1, int(cap))
-        started = time.perf_counter()
-        result = call(handler, ctx, body)
-        elapsed = time.perf_counter() - started
+        # the budgets this request counts against (None: no quota applies to this client)
+        acks0 = api == PRODUCE and body.get("acks") == 0
+        produce_budget = s.produce.budget(name, client_id) \
+            if api == PRODUCE and s.produce.enabled else None
+        fetch_budget = s.fetch.budget(name, client_id) \
+            if api == FETCH and s.fetch.enabled else None
+        request_budget = s.request.budget(name, client_id) \
+            if s.request.enabled and not acks0 else None
+        if produce_budget is None and fetch_budget is None and request_budget is None \
+                and api not in MUTATION_APIS:
+            return call(handler, ctx, body)       # nothing to measure for this client
+        if fetch_budget is not None and ctx.api_version >= 3:
+            cap = s.fetch.max_value_in_window(fetch_budget)
+            if body["max_bytes"] > cap:
+                body["max_bytes"] = max(1, int(cap))
+        if request_budget is not None:
+            started = time.perf_counter()
+            result = call(handler, ctx, body)
+            elapsed = time.perf_counter() - started
+        else:
+            result = call(handler, ctx, body)
         now_ms = int(time.monotonic() * 1000)
         throttle, cause = 0, None
-        acks0 = api == PRODUCE and body.get("acks") == 0
-        if api == PRODUCE and s.produce.enabled:
-            budget = s.produce.budget(name, client_id)
-            if budget is not None:
-                ms = s.produce.record(budget, size, now_ms)
-                if ms > throttle:
-                    throttle, cause = ms, (s.produce, budget)
-        if s.request.enabled and not acks0:
-            budget = s.request.budget(name, client_id)
-            if budget is not None:
-                # request_percentage counts the time as a % of one thread per second
-                ms = s.request.record(budget, elapsed * 100.0, now_ms)
-                if ms > throttle:
-                    throttle, cause = ms, (s.request, budget)
+        if produce_budget is not None:
+            ms = s.produce.record(produce_budget, size, now_ms)
+            if ms > throttle:
+                throttle, cause = ms, (s.produce, produce_budget)
+        if request_budget is not None:
+            # request_percentage counts the time as a % of one thread per second
+            ms = s.request.record(request_budget, elapsed * 100.0, now_ms)
+            if ms > throttle:
+                throttle, cause = ms, (s.request, request_budget)
         if isinstance(result, asyncio.Future):
             return self._chain(ctx, api, result, throttle, cause, fetch_budget)
         if not isinstance(result, dict):        # NO_RESPONSE (acks=0) or pre-encoded bytes

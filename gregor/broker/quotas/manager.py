@@ -45,12 +45,9 @@ class ClientQuotaManager:
         self.window_ms = max(1, int(window_s)) * 1000
         self.max_throttle_ms = max_throttle_ms      # the request quota bounds it to a window
         self.table = QuotaTable()
+        self.enabled = False            # any quota of this type configured (read per request)
         self.budgets: dict[Tags, Budget] = {}
         self._cache: dict[tuple[str, str], Budget | None] = {}
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.table)
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -59,6 +56,7 @@ class ClientQuotaManager:
         (sanitized) name or <default>, client the plain client id or <default>; None for a
         part the entity does not have."""
         self.table.set(user, client, value)
+        self.enabled = bool(self.table)
         self._cache.clear()
         for budget in self.budgets.values():     # existing budgets keep their history
             budget.limit = self.table.limit(budget.tags)

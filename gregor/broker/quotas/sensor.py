@@ -18,26 +18,40 @@ from __future__ import annotations
 
 
 class Rate:
-    __slots__ = ("num", "window_ms", "samples", "current")
+    """Kafka's Rate over a WindowedSum. The sum, the oldest sample's start and the earliest
+    time a sample may expire are kept up to date, so recording and measuring cost O(1)
+    instead of a pass over the samples per request (a pass happens once per window, when
+    a sample is recycled or expires)."""
+    __slots__ = ("num", "window_ms", "samples", "current", "total", "oldest_start",
+                 "next_expiry", "expire_ms")
 
     def __init__(self, num: int, window_ms: int):
         self.num = max(1, num)
         self.window_ms = max(1, window_ms)
+        self.expire_ms = self.num * self.window_ms
         # each sample: [value, start_ms, last_event_ms]
         self.samples: list[list] = []
         self.current = 0
+        self.total = 0.0
+        self.oldest_start = 0
+        self.next_expiry = 0          # no sample can expire before this time
+
+    def _first(self, now_ms: int) -> list:
+        sample = [0.0, now_ms, now_ms]
+        self.samples.append(sample)
+        self.oldest_start = now_ms
+        self.next_expiry = now_ms + self.expire_ms
+        return sample
 
     def record(self, value: float, now_ms: int) -> None:
-        sample = self._current(now_ms)
+        # as Kafka's SampledStat.record: no purge here (measuring purges); moving this
+        # sample's last event later keeps next_expiry a safe lower bound
+        sample = self.samples[self.current] if self.samples else self._first(now_ms)
         if now_ms - sample[1] >= self.window_ms:
             sample = self._advance(now_ms)
         sample[0] += value
         sample[2] = now_ms
-
-    def _current(self, now_ms: int) -> list:
-        if not self.samples:
-            self.samples.append([0.0, now_ms, now_ms])
-        return self.samples[self.current]
+        self.total += value
 
     def _advance(self, now_ms: int) -> list:
         # num samples plus one that overlaps the start of the measured window
@@ -45,23 +59,32 @@ class Rate:
         if self.current >= len(self.samples):
             sample = [0.0, now_ms, now_ms]
             self.samples.append(sample)
-            return sample
-        sample = self.samples[self.current]
-        sample[0], sample[1], sample[2] = 0.0, now_ms, now_ms
+        else:
+            sample = self.samples[self.current]
+            sample[0], sample[1], sample[2] = 0.0, now_ms, now_ms
+        self._recount()
         return sample
 
     def _purge(self, now_ms: int) -> None:
-        expire = self.num * self.window_ms
+        expire = self.expire_ms
         for s in self.samples:
             if now_ms - s[2] >= expire:       # no event within the monitored window
                 s[0], s[1], s[2] = 0.0, now_ms, now_ms
+        self._recount()
+
+    def _recount(self) -> None:
+        samples = self.samples
+        self.total = sum(s[0] for s in samples)
+        self.oldest_start = min(s[1] for s in samples)
+        self.next_expiry = min(s[2] for s in samples) + self.expire_ms
 
     def window_size(self, now_ms: int) -> int:
         """Milliseconds the rate is taken over (Rate.windowSize)."""
-        self._purge(now_ms)
         if not self.samples:
-            self.samples.append([0.0, now_ms, now_ms])
-        elapsed = now_ms - min(s[1] for s in self.samples)
+            self._first(now_ms)
+        elif now_ms >= self.next_expiry:
+            self._purge(now_ms)
+        elapsed = now_ms - self.oldest_start
         full = elapsed // self.window_ms
         if full < self.num - 1:
             elapsed += (self.num - 1 - full) * self.window_ms
@@ -70,11 +93,11 @@ class Rate:
     def measure(self, now_ms: int) -> float:
         """Units per second."""
         window = self.window_size(now_ms)          # purges first
-        return sum(s[0] for s in self.samples) / (window / 1000.0)
+        return self.total / (window / 1000.0)
 
     def peek(self, now_ms: int) -> float:
         """measure() without changing any sample (for metric scrapes from another thread)."""
-        expire = self.num * self.window_ms
+        expire = self.expire_ms
         live = [(s[0], s[1]) for s in list(self.samples) if now_ms - s[2] < expire]
         start = min((st for _, st in live), default=now_ms)
         elapsed = now_ms - start
@@ -89,10 +112,11 @@ class Rate:
 
 def throttle_time_ms(rate: Rate, bound: float, now_ms: int) -> int:
     """0 while the rate is within bound; else Kafka's delay (QuotaUtils.throttleTime)."""
-    observed = rate.measure(now_ms)
+    window = rate.window_size(now_ms)
+    observed = rate.total / (window / 1000.0)
     if observed <= bound:
         return 0
-    return int(round((observed - bound) / bound * rate.window_size(now_ms)))
+    return int(round((observed - bound) / bound * window))
 
 
 class TokenBucket:

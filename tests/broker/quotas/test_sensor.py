@@ -68,3 +68,56 @@ def test_token_bucket_admits_until_empty_then_throttles_until_refilled():
     assert TokenBucket.throttle_ms(tokens, quota) == 4000
     assert b.measure(quota, 1_004_000) == pytest.approx(0.0)
     assert b.measure(quota, 1_100_000) == pytest.approx(22.0)     # capped at the burst
+
+
+class _KafkaRate:
+    """A line-by-line port of Kafka's Rate / SampledStat / WindowedSum, to check the O(1)
+    bookkeeping of ours against."""
+
+    def __init__(self, num, window):
+        self.num, self.window, self.samples, self.current = num, window, [], 0
+
+    def record(self, value, now):
+        if not self.samples:
+            self.samples.append([0.0, now, now])
+        s = self.samples[self.current]
+        if now - s[1] >= self.window:
+            self.current = (self.current + 1) % (self.num + 1)
+            if self.current >= len(self.samples):
+                self.samples.append([0.0, now, now])
+            else:
+                self.samples[self.current][:] = [0.0, now, now]
+            s = self.samples[self.current]
+        s[0] += value
+        s[2] = now
+
+    def measure(self, now):
+        for s in self.samples:
+            if now - s[2] >= self.num * self.window:
+                s[:] = [0.0, now, now]
+        if not self.samples:
+            self.samples.append([0.0, now, now])
+        elapsed = now - min(s[1] for s in self.samples)
+        full = elapsed // self.window
+        if full < self.num - 1:
+            elapsed += (self.num - 1 - full) * self.window
+        return sum(s[0] for s in self.samples) / (max(elapsed, 1) / 1000.0)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 2000),
+       st.lists(st.tuples(st.integers(0, 3000), st.floats(-1e6, 1e6), st.booleans()),
+                max_size=80))
+def test_our_rate_measures_what_kafkas_does(num, window, events):
+    ours, theirs, now = Rate(num, window), _KafkaRate(num, window), 0
+    for gap, value, measure in events:
+        now += gap
+        if measure:
+            assert ours.measure(now) == pytest.approx(theirs.measure(now), rel=1e-9, abs=1e-6)
+        else:
+            ours.record(value, now)
+            theirs.record(value, now)
+    assert ours.measure(now + 1) == pytest.approx(theirs.measure(now + 1), rel=1e-9, abs=1e-6)
