@@ -1,16 +1,17 @@
 """Client quotas, side by side in one run: fairness under heavy producers, and what quota
 bookkeeping costs when nothing is throttled.
 
-    .venv/bin/python benchmarks/bench_quotas.py [--seconds 12] [--quota-mb 4] [--records 1000000]
+    .venv/bin/python benchmarks/bench_quotas.py [--seconds 8] [--quota-mb 4] [--records 1000000]
                                                 [--rounds 3]
 
 1. fairness: a light client sends one small acks=1 Produce every 10 ms (100 requests/s, raw
    frames, one at a time) and records each round trip, while two heavy confluent-kafka
    producers (separate processes, flat out, 1 kB records) write another topic. Its p50 / p99
    are printed for: idle (no heavy producers); quotas off (both heavy ones unthrottled); one
-   unthrottled and one quota'd (producer_byte_rate --quota-mb MB/s); both quota'd; and idle
-   again (how much idle itself varies); each as a ratio to the first idle run (the target:
-   within 2x with the heavy ones quota'd), together with the heavy producers' MB/s.
+   unthrottled and one quota'd (producer_byte_rate --quota-mb MB/s); and both quota'd; the
+   scenarios take turns for --rounds rounds and the medians are printed (each round's p99 in
+   brackets), p99 as a ratio to idle's (the target: within 2x with the heavy ones quota'd),
+   with the heavy producers' MB/s.
 2. overhead: confluent-kafka produce throughput (--records records of 100 bytes, acks=1) and
    fetch throughput (reading them back), with no quota configured (the broker does no quota
    work at all), with one large quota that applies to the benchmark's client (every request
@@ -114,41 +115,47 @@ def pct(values, q):
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def fairness(bootstrap: str, seconds: float, quota_mb: float) -> None:
+def fairness(bootstrap: str, seconds: float, quota_mb: float, rounds: int) -> None:
     quota = int(quota_mb * 1e6)
     scenarios = [("idle", None), ("quotas off", (None, None)),
-                 ("one quota'd, one not", (None, quota)), ("both quota'd", (quota, quota)),
-                 ("idle again", None)]
-    print(f"1. fairness: light client, 100 small produce requests/s, {seconds:.0f} s each; "
-          f"heavy producers flat out (quota {quota_mb:g} MB/s where set)")
-    idle_p99 = None
-    for name, quotas in scenarios:
-        with AdminClient({"bootstrap.servers": bootstrap}) as admin:
-            admin.alter_client_quotas([
-                ({"client-id": f"heavy-{i}"}, {"producer_byte_rate": q})
-                for i, q in enumerate(quotas or (None, None))])
-        procs, results = [], []
-        if quotas is not None:
-            for i in range(2):
-                r = multiprocessing.Value("d", 0.0)
-                p = multiprocessing.Process(target=_heavy, args=(bootstrap, f"heavy-{i}",
-                                                                  seconds + 2, r))
-                p.start()
-                procs.append(p)
-                results.append(r)
-            time.sleep(1.5)            # let them reach full speed (and spend their credit)
-        rtts = light_client(bootstrap, seconds)
-        for p in procs:
-            p.join()
-        p50, p99 = pct(rtts, 0.50) * 1000, pct(rtts, 0.99) * 1000
-        if idle_p99 is None:
-            idle_p99 = p99           # the first idle run is the reference
-        heavy = ", ".join(f"{r.value:.1f}" for r in results) or "-"
-        print(f"   {name:22s} p50 {p50:7.2f} ms  p99 {p99:7.2f} ms  p99/idle "
-              f"{p99 / idle_p99:5.2f}x   heavy MB/s: {heavy}")
+                 ("one quota'd, one not", (None, quota)), ("both quota'd", (quota, quota))]
+    print(f"1. fairness: light client, 100 small produce requests/s, {seconds:.0f} s a run, "
+          f"{rounds} rounds (medians); heavy producers flat out (quota {quota_mb:g} MB/s "
+          "where set)")
+    runs: dict[str, list] = {name: [] for name, _ in scenarios}
+    for _ in range(rounds):
+        for name, quotas in scenarios:
+            with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+                admin.alter_client_quotas([
+                    ({"client-id": f"heavy-{i}"}, {"producer_byte_rate": q})
+                    for i, q in enumerate(quotas or (None, None))])
+            procs, results = [], []
+            if quotas is not None:
+                for i in range(2):
+                    r = multiprocessing.Value("d", 0.0)
+                    p = multiprocessing.Process(target=_heavy, args=(bootstrap, f"heavy-{i}",
+                                                                      seconds + 2, r))
+                    p.start()
+                    procs.append(p)
+                    results.append(r)
+                time.sleep(1.5)        # let them reach full speed (and spend their credit)
+            rtts = light_client(bootstrap, seconds)
+            for p in procs:
+                p.join()
+            runs[name].append((pct(rtts, 0.50) * 1000, pct(rtts, 0.99) * 1000,
+                               [r.value for r in results]))
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         admin.alter_client_quotas([({"client-id": f"heavy-{i}"}, {"producer_byte_rate": None})
                                    for i in range(2)])
+    idle_p99 = statistics.median(r[1] for r in runs["idle"])
+    for name, _ in scenarios:
+        p50 = statistics.median(r[0] for r in runs[name])
+        p99 = statistics.median(r[1] for r in runs[name])
+        heavy = ", ".join(f"{statistics.median(r[2][i] for r in runs[name]):.1f}"
+                          for i in range(len(runs[name][0][2]))) or "-"
+        spread = "/".join(f"{r[1]:.1f}" for r in runs[name])
+        print(f"   {name:22s} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms ({spread})  p99/idle "
+              f"{p99 / idle_p99:5.2f}x   heavy MB/s: {heavy}")
 
 
 # -- overhead without throttling ----------------------------------------------------------
@@ -294,7 +301,7 @@ def per_request_cost(rounds: int, n: int = 200_000) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=12.0)
+    ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--quota-mb", type=float, default=4.0)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
@@ -303,7 +310,7 @@ def main() -> None:
     try:
         with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
             admin.create_topics([NewTopic("light", 1), NewTopic("heavy", 2)])
-        fairness(broker.bootstrap, args.seconds, args.quota_mb)
+        fairness(broker.bootstrap, args.seconds, args.quota_mb, args.rounds)
         overhead(broker.bootstrap, args.records, args.rounds)
     finally:
         broker.stop()
