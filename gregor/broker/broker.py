@@ -30,6 +30,7 @@ from .metrics import BrokerMetrics
 from .partition import Partition, log_config_for
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .security.setup import build_security
 from .server import Server
 from .topics import TopicInfo, TopicStore, ensure_meta, topic_name_error
 
@@ -88,6 +89,7 @@ class Broker:
         self.advertised_port = 0
         self.listeners = ListenerConfig.from_config(config)
         self.endpoints: dict[str, tuple[str, int]] = {}     # listener -> advertised address
+        self.bound: dict[str, tuple[str, int]] = {}         # listener -> address listened on
         self.metrics_port: int | None = None
         self._tasks: list[asyncio.Task] = []
         self._shutdown_started = False
@@ -100,6 +102,7 @@ class Broker:
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
         self.entity_configs = None       # user/client/ip configs: quotas, SCRAM credentials
         self.quotas = None               # client quotas (gregor/broker/quotas/service.py)
+        self.security = None             # TLS / SASL per listener, SCRAM credentials
         # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
         self.clock = None
 
@@ -164,6 +167,7 @@ class Broker:
         self.open()
         self.handlers = apis.build_handlers(self)
         self.api_version_table = apis.version_table(self.handlers)
+        self.security = build_security(self)
         cfg = self.config
         self.server = Server(
             self.handlers, self.metrics,
@@ -175,10 +179,14 @@ class Broker:
             unsupported_version_response=lambda: api_versions.unsupported_version_body(self),
             socket_send_buffer=int(cfg.get("socket.send.buffer.bytes")),
             socket_receive_buffer=int(cfg.get("socket.receive.buffer.bytes")))
+        self.server.security = self.security
         bound = {}
         for lst in self.listeners.listeners:
             bound[lst.name] = await self.server.start(lst.host or "127.0.0.1", lst.port,
-                                                      lst.name)
+                                                      lst.name, self.security.ssl_context(lst.name))
+            log.info("listener %s (%s) on %s:%d", lst.name, self.security.protocol(lst.name),
+                     *bound[lst.name])
+        self.bound = bound
         self.host, self.port = bound[self.listeners.listeners[0].name]
         self.endpoints = {lst.name: (lst.host, lst.port)
                           for lst in self.listeners.advertise(bound, socket.gethostname())}
@@ -248,6 +256,8 @@ class Broker:
             self.quotas.close()
         if self.entity_configs is not None and self.cluster is None:
             await self.entity_configs.close()
+        if self.security is not None:
+            self.security.close()
         await rm.wait_for_flush()
         rm.flush_all()
         rm.close_all()

@@ -14,6 +14,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from .security.settings import listener_setting
+
 log = logging.getLogger("gregor.broker.config")
 
 LONG_MAX = (1 << 63) - 1
@@ -44,7 +46,8 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "listener name (default: listeners)."),
     _s("listener.security.protocol.map", "string",
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-       "Security protocol of each listener name; only PLAINTEXT is served."),
+       "Security protocol of each listener name: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL "
+       "(docs/security.md)."),
     _s("inter.broker.listener.name", "string", None,
        "Listener brokers use to reach each other (default: the one named after "
        "security.inter.broker.protocol)."),
@@ -210,6 +213,15 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "How long a graceful shutdown waits for in-flight requests."),
 ]}
 
+
+def _add_security_settings() -> None:
+    from .security.settings import SECURITY_SETTINGS
+    for spec in SECURITY_SETTINGS:
+        BROKER_SETTINGS[spec[0]] = Setting(*spec)
+
+
+_add_security_settings()
+
 # Topic-level settings and their broker-level synonyms (None: no broker synonym).
 TOPIC_SETTINGS: dict[str, tuple[str, str | None, Any]] = {
     # name: (type, broker synonym, default when no synonym)
@@ -247,8 +259,13 @@ class ConfigError(ValueError):
 
 
 def normalize_name(name: str) -> str:
-    """'log_segment_bytes' -> 'log.segment.bytes' (Kafka's names never contain '_')."""
-    return name.strip().replace("_", ".")
+    """'log_segment_bytes' -> 'log.segment.bytes' (Kafka's names never contain '_', but
+    listener names in `listener.name.<listener>.` prefixes may: sasl_ssl)."""
+    name = name.strip()
+    if name.startswith("listener.name."):
+        listener, sep, rest = name[len("listener.name."):].partition(".")
+        return f"listener.name.{listener.lower()}{sep}{rest}"
+    return name.replace("_", ".")
 
 
 def parse_value(name: str, type_: str, raw: Any) -> Any:
@@ -374,6 +391,9 @@ class BrokerConfig:
     def set(self, name: str, value: Any) -> None:
         name = normalize_name(name)
         s = BROKER_SETTINGS.get(name)
+        if s is None:
+            spec = listener_setting(name)      # listener.name.<l>.ssl.keystore.location etc.
+            s = Setting(*spec) if spec is not None else None
         if s is None:
             self.unknown[name] = value
             return

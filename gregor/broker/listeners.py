@@ -9,8 +9,9 @@ The broker accepts connections on every listener. A Metadata, FindCoordinator or
 DescribeCluster request is answered with each broker's endpoint on the listener the request
 came in on (a broker without that listener is left out, as Kafka does), so clients stay on the
 network they reached the cluster through. Brokers reach each other (followers fetching,
-transaction markers) on `inter.broker.listener.name`. Only the PLAINTEXT security protocol is
-served; a listener mapped to anything else is refused at start.
+transaction markers) on `inter.broker.listener.name`. Every security protocol is served
+(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL: gregor/broker/security, docs/security.md); in a
+cluster the inter-broker listener is PLAINTEXT for now.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .config import ConfigError
 
 # Kafka's default map; listeners named after a protocol need no entry of their own.
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
-SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,10 @@ class ListenerConfig:
     listeners: tuple[Listener, ...]
     advertised: tuple[Listener, ...]      # port 0 = the port really bound (filled at start)
     inter_broker: str
+    protocols: tuple[tuple[str, str], ...] = ()   # (listener name, security protocol)
+
+    def protocol(self, name: str) -> str:
+        return dict(self.protocols).get(name, "PLAINTEXT")
 
     @classmethod
     def from_config(cls, config) -> "ListenerConfig":
@@ -101,8 +106,8 @@ class ListenerConfig:
                 raise ConfigError(f"listener {lst.name} has no entry in "
                                   "listener.security.protocol.map")
             if proto not in SUPPORTED_PROTOCOLS:
-                raise ConfigError(f"listener {lst.name} uses {proto}; only PLAINTEXT is "
-                                  "supported")
+                raise ConfigError(f"listener {lst.name} uses {proto}; the security protocols "
+                                  f"are {', '.join(SUPPORTED_PROTOCOLS)}")
         adv_spec = config.get("advertised.listeners")
         advertised = parse_listeners(adv_spec, "advertised.listeners") if adv_spec \
             else list(listeners)
@@ -118,7 +123,12 @@ class ListenerConfig:
             raise ConfigError(f"inter.broker.listener.name {inter} must be one of the "
                               f"advertised listeners ({', '.join(sorted(known))}); set "
                               "inter.broker.listener.name")
-        return cls(tuple(listeners), tuple(advertised), inter)
+        if config.get("zookeeper.connect") and protocols.get(inter) != "PLAINTEXT":
+            raise ConfigError(f"inter-broker listener {inter} uses {protocols.get(inter)}; in a "
+                              "cluster brokers reach each other over PLAINTEXT for now: add a "
+                              "PLAINTEXT listener and set inter.broker.listener.name to it")
+        return cls(tuple(listeners), tuple(advertised), inter,
+                   tuple((lst.name, protocols[lst.name]) for lst in listeners))
 
     def advertise(self, bound: dict[str, tuple[str, int]], hostname: str) -> tuple[Listener, ...]:
         """The advertised listeners once bound: port 0 becomes the bound port, a wildcard host

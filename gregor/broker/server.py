@@ -125,6 +125,12 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = "?"
         self.client_host = ""
         self.principal = ANONYMOUS           # replaced when the connection authenticates
+        self.protocol = "PLAINTEXT"          # the listener's security protocol
+        # SASL listeners: the authentication gate every frame passes (security/gate.py) until
+        # the connection is authenticated for good; None otherwise
+        self.gate = None
+        self.frame_limit = server.max_request_bytes
+        self.frame_limit_name = "socket.request.max.bytes"
         self.rx = ReceiveBuffer()
         self._fd = -1
         self._reserved = 0                   # budget held by the large frame under way
@@ -162,11 +168,16 @@ class Connection(asyncio.BufferedProtocol):
             return
         srv.connections.add(self)
         srv.metrics.connection_opened()
+        if srv.security is not None and not srv.security.on_connect(self):
+            self.close(None)                 # e.g. a certificate no mapping rule applies to
+            return
         # Responses can be large (fetch); let the transport buffer a few of them before
         # asking us to stop reading from this client.
         transport.set_write_buffer_limits(high=srv.write_buffer_high)
         sock = transport.get_extra_info("socket")
-        if ioctl is not None and sock is not None:
+        # (under TLS the socket's byte count is of encrypted bytes: no growth hint from it)
+        if ioctl is not None and sock is not None and \
+                transport.get_extra_info("ssl_object") is None:
             self._fd = sock.fileno()
             self.rx.waiting = self._socket_waiting
 
@@ -218,13 +229,12 @@ class Connection(asyncio.BufferedProtocol):
         """Hand on every complete frame received, in order, while reading is not paused."""
         rx = self.rx
         srv = self.server
-        max_size = srv.max_request_bytes
         while not self.stopped_reading and not self.closed:
             have = rx.pending()
             if have < 4:
                 return
             size = rx.peek_size()
-            if size < 0 or size > max_size:
+            if size < 0 or size > self.frame_limit:
                 self._hostile_size(size, rx.prefix())
                 return
             if have - 4 < size:
@@ -248,16 +258,18 @@ class Connection(asyncio.BufferedProtocol):
     def _hostile_size(self, size: int, prefix: bytes) -> None:
         if prefix in _HTTP_PREFIXES:
             what = f"what looks like an HTTP request ({prefix!r}); this port speaks Kafka"
-        elif prefix and prefix[0] == _TLS_HANDSHAKE:
-            what = "what looks like a TLS handshake; this listener is PLAINTEXT"
+        elif prefix and prefix[0] == _TLS_HANDSHAKE and "SSL" not in self.protocol:
+            what = (f"what looks like a TLS handshake; listener {self.listener} is "
+                    f"{self.protocol}")
         elif size < 0:
             what = f"a negative frame size {size}"
         else:
-            what = (f"a frame of {size} bytes, over socket.request.max.bytes="
-                    f"{self.server.max_request_bytes}")
+            what = f"a frame of {size} bytes, over {self.frame_limit_name}={self.frame_limit}"
         self.close(f"sent {what}")
 
     def _handle_frame(self, frame: bytes) -> None:
+        if self.gate is not None and not self.gate.admits(frame):
+            return                           # an authentication frame, answered by the gate
         srv = self.server
         started = time.perf_counter()
         try:
@@ -484,6 +496,8 @@ class Server:
         self.interceptor: Callable | None = None
         # the quota enforcer (gregor/broker/quotas) while any client quota is configured
         self.quotas = None
+        # per-listener TLS and SASL (security/listener_security.py); None: all PLAINTEXT
+        self.security = None
         self._servers: list[asyncio.AbstractServer] = []
         self._idle_task: asyncio.Task | None = None
 
@@ -501,12 +515,13 @@ class Server:
                 conn.paused_for_memory = False
                 conn._update_reading()
 
-    async def start(self, host: str, port: int, listener: str = "PLAINTEXT") -> tuple[str, int]:
-        """Listen on host:port; connections accepted there belong to the named listener.
-        Called once per listener."""
+    async def start(self, host: str, port: int, listener: str = "PLAINTEXT",
+                    ssl=None) -> tuple[str, int]:
+        """Listen on host:port; connections accepted there belong to the named listener
+        (TLS with the ssl context, when given). Called once per listener."""
         loop = asyncio.get_running_loop()
         server = await loop.create_server(lambda: Connection(self, listener), host, port,
-                                          reuse_address=True, backlog=1024)
+                                          reuse_address=True, backlog=1024, ssl=ssl)
         self._servers.append(server)
         sock = server.sockets[0]
         import socket as _socket

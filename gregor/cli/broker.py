@@ -38,6 +38,7 @@ def command(listen, data_dir, broker_id, config_file, sets, metrics_port, log_le
     """Run a Kafka-compatible broker."""
     from ..broker.config import BrokerConfig, ConfigError
     from ..broker.listeners import ListenerConfig, with_first_listener_at
+    from ..broker.security.listener_security import BrokerSecurity
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -50,7 +51,8 @@ def command(listen, data_dir, broker_id, config_file, sets, metrics_port, log_le
         config = BrokerConfig.load(config_file, sets, **options)
         if listen:
             config.set("listeners", with_first_listener_at(config.get("listeners"), listen))
-        ListenerConfig.from_config(config)
+        listeners = ListenerConfig.from_config(config)
+        BrokerSecurity(config, listeners, credentials=None)     # TLS / SASL settings
         config.data_dir  # noqa: B018 - validates log.dirs
     except (ConfigError, OSError) as e:
         raise click.UsageError(str(e)) from None
@@ -80,6 +82,9 @@ async def _serve(config, metrics_port) -> int:
         return 1
     log.info("broker %d of cluster %s serving %d APIs", broker.broker_id, broker.cluster_id,
              len(broker.handlers))
+    if len(broker.bound) > 1:
+        for name, (l_host, l_port) in broker.bound.items():
+            print(f"gregor broker listener {name} on {l_host}:{l_port}", flush=True)
     print(f"gregor broker ready on {host}:{port}", flush=True)
     await stop.wait()
     await broker.shutdown()

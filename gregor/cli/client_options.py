@@ -9,8 +9,36 @@ import click
 DEFAULT_BOOTSTRAP = "localhost:9092"
 
 
+_COMMAND_CONFIG = "gregor.command_config"
+
+
+def _load_command_config(ctx, param, value):
+    if value:
+        from ..broker.config import parse_properties
+        try:
+            with open(value, encoding="utf-8") as f:
+                ctx.meta[_COMMAND_CONFIG] = parse_properties(f.read())
+        except OSError as e:
+            raise click.BadParameter(f"cannot read {value}: {e.strerror}") from None
+    return value
+
+
+def command_config() -> dict:
+    """The client settings of --command-config FILE (none without it)."""
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(_COMMAND_CONFIG, {})) if ctx is not None else {}
+
+
 def bootstrap_option(fn):
-    """--bootstrap-server HOST:PORT[,HOST:PORT] (Kafka's tools spell it this way)."""
+    """--bootstrap-server HOST:PORT[,HOST:PORT] (Kafka's tools spell it this way) and
+    --command-config FILE (client settings in Kafka's properties format: security.protocol,
+    sasl.*, ssl.*, as Kafka's tools take them)."""
+    fn = click.option(
+        "--command-config", metavar="FILE", expose_value=False, callback=_load_command_config,
+        type=click.Path(dir_okay=False), envvar="GREGOR_COMMAND_CONFIG",
+        help="Client settings file, Kafka's properties format (security.protocol=SASL_SSL, "
+             "sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, "
+             "ssl.ca.location, ...); also $GREGOR_COMMAND_CONFIG.")(fn)
     return click.option(
         "--bootstrap-server", "-b", "bootstrap", metavar="HOST:PORT",
         default=DEFAULT_BOOTSTRAP, show_default=True, envvar="GREGOR_BOOTSTRAP_SERVER",
@@ -31,6 +59,7 @@ def parse_props(items, what: str = "--property") -> dict:
 
 def client_config(bootstrap: str, props: dict | None = None, **extra) -> dict:
     cfg = {"bootstrap.servers": bootstrap, "client.id": "gregor-cli"}
+    cfg.update(command_config())
     cfg.update(extra)
     cfg.update(props or {})
     return cfg

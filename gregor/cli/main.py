@@ -7,7 +7,7 @@ import importlib
 import click
 
 SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "quotas", "produce", "consume",
-               "perf", "demo", "console"]
+               "perf", "demo", "console", "users"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

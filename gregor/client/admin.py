@@ -16,6 +16,8 @@ from ..protocol.errors import ErrorCode, KafkaError, error_for_code
 from .config import COMMON_OPTIONS, Option, check_common, parse_config
 from .consumer.offsets import EARLIEST, LATEST, MAX_TIMESTAMP, OffsetAndTimestamp, list_offsets
 from .admin_groups import GroupAdminMethods
+from .admin_users import (ScramCredentialInfo, UserScramAdminMethods,
+                          UserScramCredentialDeletion, UserScramCredentialUpsertion)
 from .admin_quotas import QuotaAdminMethods
 from .admin_transactions import TransactionAdminMethods
 from .errors import ClientError
@@ -119,7 +121,8 @@ def _error(code: int, what: str, broker_message: str | None = None) -> KafkaErro
     return error_for_code(code, text)
 
 
-class AdminClient(GroupAdminMethods, TransactionAdminMethods, QuotaAdminMethods):
+class AdminClient(GroupAdminMethods, TransactionAdminMethods, UserScramAdminMethods,
+                  QuotaAdminMethods):
     def __init__(self, config: dict | None = None, *, network=None, **kwargs):
         cfg = parse_config(ADMIN_OPTIONS, config, kwargs, what="admin", ignore_unknown=True)
         check_common(cfg)
@@ -403,4 +406,5 @@ class AdminClient(GroupAdminMethods, TransactionAdminMethods, QuotaAdminMethods)
 
 __all__ = ["AdminClient", "NewTopic", "TopicDescription", "PartitionDescription",
            "ConfigEntry", "ClusterDescription", "BrokerDescription", "OffsetAndTimestamp",
-           "ADMIN_OPTIONS", "RESOURCE_TOPIC", "RESOURCE_BROKER"]
+           "ADMIN_OPTIONS", "RESOURCE_TOPIC", "RESOURCE_BROKER", "ScramCredentialInfo",
+           "UserScramCredentialUpsertion", "UserScramCredentialDeletion"]

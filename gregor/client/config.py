@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from .errors import ConfigError
+from .security.options import SECURITY_OPTIONS
 
 _MISSING = object()
 
@@ -27,6 +28,7 @@ class Option:
     choices: tuple | None = None
     min: float | None = None
     validate: Callable[[Any], Any] | None = None
+    secret: bool = False        # a password or key: never shown in errors or reprs
 
 
 def _to_bool(name: str, v: Any) -> bool:
@@ -110,9 +112,10 @@ def parse_config(options: Iterable[Option], conf: Mapping | None = None,
                 hint = f"; did you mean {', '.join(close)}?" if close else ""
                 raise ConfigError(f"unknown {what} config key {key!r}{hint}")
             if name in raw and raw[name][1] != value:
+                shown = "" if opts[name].secret else \
+                    f" ({raw[name][1]!r} vs {value!r})"
                 raise ConfigError(f"{what} config {raw[name][0]!r} and {key!r} name the same "
-                                  f"setting with different values ({raw[name][1]!r} vs "
-                                  f"{value!r}); give it once")
+                                  f"setting with different values{shown}; give it once")
             raw[name] = (key, value)
     out = {}
     for name, opt in opts.items():
@@ -181,9 +184,11 @@ COMMON_OPTIONS: list[Option] = [
     # Python client extra wakeups per megabyte moved.
     Option("socket.send.buffer.bytes", -1, int),
     Option("socket.receive.buffer.bytes", -1, int),
-    Option("security.protocol", "PLAINTEXT", str, choices=("plaintext",),
-           validate=str.upper),
+    Option("security.protocol", "PLAINTEXT", str,
+           choices=("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"), validate=str.upper),
 ]
+# TLS and SASL keys (librdkafka's and Java's names): gregor/client/security/options.py
+COMMON_OPTIONS += [Option(**spec) for spec in SECURITY_OPTIONS]
 
 
 def check_common(cfg: Mapping) -> None:

@@ -12,6 +12,8 @@ from ..protocol import messages
 API_VERSIONS = messages.api("ApiVersions")
 
 DISCONNECTED, CONNECTING, NEGOTIATING, READY = "disconnected", "connecting", "negotiating", "ready"
+# TLS and SASL (security/secure_connection.py): after CONNECTING and after NEGOTIATING
+HANDSHAKING, AUTHENTICATING = "handshaking", "authenticating"
 
 
 class InFlightRequest:
@@ -56,7 +58,7 @@ class Connection:
     __slots__ = ("node_id", "host", "port", "sock", "state", "out", "out_pos", "rbuf",
                  "frame", "frame_fill", "in_flight", "versions", "deadline", "failures",
                  "next_attempt", "last_used", "registered_events", "av_version",
-                 "throttle_until")
+                 "auth_error", "reauth_at", "session_end", "throttle_until")
 
     def __init__(self, node_id, host, port):
         self.node_id = node_id
@@ -77,5 +79,8 @@ class Connection:
         self.last_used = 0.0
         self.registered_events = 0
         self.av_version = API_VERSIONS.valid[1]
+        self.auth_error = None           # the last TLS / SASL failure (AuthenticationError)
+        self.reauth_at = None            # when the SASL session is re-authenticated (KIP-368)
+        self.session_end = None          # when the broker ends the session
         self.throttle_until = 0.0        # a broker's quota throttle: send nothing before it
 

@@ -24,3 +24,8 @@ class KafkaTimeoutError(ClientError, TimeoutError):
 
 class ProducerClosedError(ClientError):
     """send() was called on a producer that is closing or closed."""
+
+
+class AuthenticationError(KafkaConnectionError):
+    """The TLS handshake or the SASL authentication with a broker failed. Retrying with the
+    same settings fails the same way: the message says what to check."""

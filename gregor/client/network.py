@@ -14,6 +14,7 @@ import logging
 import random
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -24,11 +25,13 @@ from ..protocol.header import decode_response
 from ..protocol.throttle import client_throttles
 from .frames import FramePieces, request_frame
 from .config import COMMON_OPTIONS, bootstrap_list, check_common, parse_config
-from .connection import (API_VERSIONS as _API_VERSIONS, CONNECTING, DISCONNECTED,
-                         NEGOTIATING, READY, Connection, InFlightRequest)
+from .connection import (API_VERSIONS as _API_VERSIONS, AUTHENTICATING, CONNECTING,
+                         DISCONNECTED, HANDSHAKING, NEGOTIATING, READY, Connection,
+                         InFlightRequest)
 from .errors import CorrelationIdMismatchError, KafkaConnectionError, KafkaTimeoutError
 from .metadata import Metadata
 from .network_blocking import BlockingRequests
+from .security.secure_connection import connection_security
 
 log = logging.getLogger("gregor.client.network")
 
@@ -37,6 +40,9 @@ _CORR = struct.Struct(">i")
 _UNSUPPORTED_VERSION = 35
 # Bytes read per recv() call: large enough that pipelined small responses arrive in one call.
 _RECV_CHUNK = 256 * 1024
+# Nothing to read or write right now, on a plain or a TLS socket
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+_STARTING = (CONNECTING, HANDSHAKING, NEGOTIATING, AUTHENTICATING)
 
 ClientResponse = InFlightRequest
 
@@ -59,6 +65,7 @@ class NetworkClient(BlockingRequests):
         idle = cfg["connections.max.idle.ms"]
         self.max_idle = idle / 1000.0 if idle >= 0 else None
         self.metadata = metadata if metadata is not None else Metadata(cfg["metadata.max.age.ms"])
+        self._security = connection_security(cfg)      # TLS / SASL, None for PLAINTEXT
         self._bootstrap = [Connection(-(i + 1), h, p)
                            for i, (h, p) in enumerate(bootstrap_list(cfg))]
         self._conns: dict[int, Connection] = {c.node_id: c for c in self._bootstrap}
@@ -105,6 +112,8 @@ class NetworkClient(BlockingRequests):
         c.sock = sock
         c.state = CONNECTING
         c.deadline = now + self.connect_timeout
+        c.auth_error = None
+        c.reauth_at = c.session_end = None
         c.rbuf = bytearray()
         c.frame = None
         c.out.clear()
@@ -173,6 +182,12 @@ class NetworkClient(BlockingRequests):
             return
         c.versions = {k["api_key"]: (k["min_version"], k["max_version"])
                       for k in body.get("api_keys", [])}
+        if self._security is not None and self._security.sasl is not None:
+            self._security.start_sasl(self, c, self.clock())
+            return
+        self._authenticated(c)
+
+    def _authenticated(self, c: Connection) -> None:
         c.state = READY
         c.failures = 0
         c.last_used = self.clock()
@@ -192,7 +207,11 @@ class NetworkClient(BlockingRequests):
         if c is None:
             return False
         if c.state == READY:
-            if c.throttle_until and (self.clock() if now is None else now) < c.throttle_until:
+            now = self.clock() if now is None else now
+            if c.reauth_at is not None and now >= c.reauth_at:
+                self._security.renew(self, c, self.clock())     # KIP-368: not before it
+                return False
+            if c.throttle_until and now < c.throttle_until:
                 return False         # the broker throttled us (KIP-219): wait it out
             return len(c.in_flight) < self.max_in_flight
         if c.state == DISCONNECTED:
@@ -281,12 +300,14 @@ class NetworkClient(BlockingRequests):
             c.registered_events = events
 
     def _write(self, c: Connection) -> None:
-        if c.state not in (READY, NEGOTIATING) or c.sock is None:
+        if c.state not in (READY, NEGOTIATING, AUTHENTICATING) or c.sock is None:
             return
         out = c.out
         try:
             while out:
                 frame = out[0]
+                if type(frame) is FramePieces and isinstance(c.sock, ssl.SSLSocket):
+                    out[0] = frame = b"".join(frame.parts)   # TLS has no sendmsg(): one copy
                 if type(frame) is FramePieces:
                     n = c.sock.sendmsg(frame.rest(c.out_pos))
                 elif c.out_pos:
@@ -298,7 +319,7 @@ class NetworkClient(BlockingRequests):
                     break
                 out.popleft()
                 c.out_pos = 0
-        except (BlockingIOError, InterruptedError):
+        except _WOULD_BLOCK:
             pass
         except OSError as e:
             self._close_conn(c, KafkaConnectionError(
@@ -313,7 +334,7 @@ class NetworkClient(BlockingRequests):
                 # Filling one large frame in place: no copy per chunk.
                 try:
                     n = sock.recv_into(memoryview(c.frame)[c.frame_fill:])
-                except (BlockingIOError, InterruptedError):
+                except _WOULD_BLOCK:
                     return
                 except OSError as e:
                     n, err = -1, e
@@ -327,7 +348,7 @@ class NetworkClient(BlockingRequests):
                 continue
             try:
                 data = sock.recv(_RECV_CHUNK)
-            except (BlockingIOError, InterruptedError):
+            except _WOULD_BLOCK:
                 return
             except OSError as e:
                 self._lost(c, e)
@@ -435,8 +456,10 @@ class NetworkClient(BlockingRequests):
         if not self._completed:
             # Wake early for the first connect or request deadline.
             for c in self._conns.values():
-                if c.state == CONNECTING or (c.in_flight and c.state != DISCONNECTED):
-                    d = c.deadline if c.state == CONNECTING else c.in_flight[0].deadline
+                if c.state in (CONNECTING, HANDSHAKING) or \
+                        (c.in_flight and c.state != DISCONNECTED):
+                    d = c.deadline if c.state in (CONNECTING, HANDSHAKING) else \
+                        c.in_flight[0].deadline
                     timeout = min(timeout, max(0.0, d - now))
             events = self._selector.select(max(0.0, timeout))
         else:
@@ -457,8 +480,14 @@ class NetworkClient(BlockingRequests):
                     if err:
                         self._connect_failed(c, now, OSError(err, errno.errorcode.get(err, "")))
                         continue
+                    if self._security is not None and self._security.tls is not None:
+                        self._security.start_tls(self, c, now)
+                        continue
                     self._set_events(c, selectors.EVENT_READ)
                     self._start_negotiation(c, now)
+                continue
+            if c.state == HANDSHAKING:
+                self._security.step_tls(self, c, now)
                 continue
             if mask & selectors.EVENT_READ:
                 self._read(c, now)
@@ -476,13 +505,17 @@ class NetworkClient(BlockingRequests):
 
     def _check_timeouts(self, now: float) -> None:
         for c in list(self._conns.values()):
-            if c.state == CONNECTING and now >= c.deadline:
+            if c.state in (CONNECTING, HANDSHAKING) and now >= c.deadline:
                 self._connect_failed(c, now, KafkaTimeoutError(
                     f"no connection to node {c.node_id} at {c.host}:{c.port} within "
                     f"socket.connection.setup.timeout.ms={int(self.connect_timeout * 1000)}"))
-            elif c.state == NEGOTIATING and c.in_flight and now >= c.in_flight[0].deadline:
+            elif c.state in (NEGOTIATING, AUTHENTICATING) and c.in_flight and \
+                    now >= c.in_flight[0].deadline:
                 self._close_conn(c, KafkaTimeoutError(
-                    f"node {c.node_id} did not answer ApiVersions within request.timeout.ms"))
+                    f"node {c.node_id} did not answer {c.in_flight[0].api.name} within "
+                    "request.timeout.ms"))
+            elif c.state == READY and c.reauth_at is not None and now >= c.reauth_at:
+                self._security.renew(self, c, now)           # KIP-368 re-authentication
             elif c.state == READY and not c.in_flight and not c.out and \
                     self.max_idle is not None and now - c.last_used >= self.max_idle:
                 # connections.max.idle.ms: let go of a connection nobody uses; it reconnects
@@ -515,7 +548,7 @@ class NetworkClient(BlockingRequests):
         if best is not None:
             return best.node_id
         for c in known + self._bootstrap:
-            if c.state in (CONNECTING, NEGOTIATING):
+            if c.state in _STARTING:
                 return c.node_id
         for c in known:
             if c.state == DISCONNECTED and now >= c.next_attempt:
@@ -579,7 +612,7 @@ class NetworkClient(BlockingRequests):
 
     def is_connecting(self, node_id: int) -> bool:
         c = self._conns.get(node_id)
-        return c is not None and c.state in (CONNECTING, NEGOTIATING)
+        return c is not None and c.state in _STARTING
 
     def close(self) -> None:
         if self._closed:

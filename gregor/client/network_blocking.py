@@ -24,6 +24,9 @@ class BlockingRequests:
                     return node
                 if c.state == "disconnected" and node_id is not None and c.failures:
                     last_err = f"last attempt to {c.host}:{c.port} failed"
+            failed = self.authentication_failure(node_id)
+            if failed is not None:
+                raise failed                     # TLS / SASL failed: retrying will not help
             if now >= deadline:
                 where = "any broker" if node_id is None else f"node {node_id}"
                 raise KafkaConnectionError(
@@ -38,6 +41,14 @@ class BlockingRequests:
             elif delay > 0:
                 wait = min(wait, delay)          # throttled by the broker's quota
             self._poll_internal(min(wait, 0.05))
+
+    def authentication_failure(self, node_id: int | None = None):
+        """The AuthenticationError of the node's last attempt (of any node's when None)."""
+        conns = self._conns.values() if node_id is None else [self._conns.get(node_id)]
+        for c in conns:
+            if c is not None and c.auth_error is not None and c.state == "disconnected":
+                return c.auth_error
+        return None
 
     def _poll_internal(self, timeout):
         # Completions of user requests stay in their InFlightRequest objects.

@@ -120,13 +120,17 @@ def decode_request(api: Api, data, *, view_records: bool = False) -> tuple[Reque
 
 
 _METADATA = 3
+_ALTER_USER_SCRAM_CREDENTIALS = 51
 
 
 def _tolerated_tail(api: Api, version: int, data, extra: int) -> bool:
     """librdkafka (2.x) asks for all topics with Metadata v9+ by leaving its 4-byte array
     count placeholder at 0 instead of writing a 1-byte compact null, so such a request is
-    3 bytes longer than its schema. Kafka reads it as a null topic list and ignores the rest,
-    and so do we; every other request must match its schema exactly."""
+    3 bytes longer than its schema; and it ends AlterUserScramCredentials v0 with a second
+    empty tagged-field section (one 0 byte too many). Kafka ignores what follows a request's
+    fields, and so do we in these two cases; every other request must match its schema."""
+    if api.key == _ALTER_USER_SCRAM_CREDENTIALS:
+        return extra == 1 and bytes(data[-1:]) == b"\x00"
     return api.key == _METADATA and version >= 9 and extra == 3 and \
         bytes(data[-7:-3]) == b"\x00\x00\x00\x00"
 

@@ -30,6 +30,7 @@ from .faults import FaultTarget
 
 READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
 CONTROL = re.compile(r"gregor testing control on (\d+)")
+LISTENER = re.compile(r"gregor broker listener (\S+) on (\S+):(\d+)")
 # The directory holding the gregor package: children import the same gregor as the test.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,6 +60,7 @@ class BrokerProcess(FaultTarget):
         self.with_faults = faults
         self.host = "127.0.0.1"
         self.port = 0
+        self.listeners: dict[str, int] = {}   # listener name -> port (with several listeners)
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.with_name(self.data_dir.name + ".log")
         self.proxy = None
@@ -157,6 +159,9 @@ class BrokerProcess(FaultTarget):
                     m = CONTROL.search(line)
                     if m:
                         self._control_port = int(m.group(1))
+                    m = LISTENER.search(line)
+                    if m:
+                        self.listeners[m.group(1)] = int(m.group(3))
                     m = READY.search(line)
                     if m:
                         self.host, self.port = m.group(1), int(m.group(2))

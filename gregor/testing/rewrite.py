@@ -256,6 +256,17 @@ def _find_coordinator(version: int, body: dict, code: int) -> dict:
     return {"error_code": code, "node_id": -1, "host": "", "port": -1}
 
 
+def _describe_log_dirs(version: int, body: dict, code: int) -> dict:
+    # v0-2 have no top-level error: the error goes on one log directory's result
+    return {"error_code": code, "results": [{"error_code": code, "log_dir": "", "topics": []}]}
+
+
+def _scram_users(version: int, body: dict, code: int) -> dict:
+    # AlterUserScramCredentials: one result per user its deletions and upsertions name
+    names = [a["name"] for part in ("deletions", "upsertions") for a in body.get(part) or ()]
+    return {"results": [{"user": u, "error_code": code} for u in dict.fromkeys(names)]}
+
+
 def _each(request_field: str, response_field: str, key_field: str, request_key=None):
     def mirror(version: int, body: dict, code: int) -> dict:
         out = []
@@ -270,12 +281,14 @@ def _each(request_field: str, response_field: str, key_field: str, request_key=N
 
 _MIRRORS = {
     10: _find_coordinator,
+    35: _describe_log_dirs,
     15: _each("groups", "groups", "group_id"),
     42: _each("groups_names", "results", "group_id"),
     32: _each("resources", "results", "", ("resource_type", "resource_name")),
     33: _each("resources", "responses", "", ("resource_type", "resource_name")),
     65: _each("transactional_ids", "transaction_states", "transactional_id"),
     69: _each("group_ids", "groups", "group_id"),
+    51: _scram_users,
 }
 
 

@@ -112,6 +112,9 @@ class FakeNetwork:
     def request(self, node, api, body, version=None, timeout=None):
         return self._answer(api, body)
 
+    def authentication_failure(self, node_id=None):
+        return None                      # no TLS / SASL here
+
     def wakeup(self):
         pass
 

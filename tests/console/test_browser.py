@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,16 @@ def test_topic_pages(driver, live, shop):
     assert text_of(driver, "#topic-name") == shop["topic"]
     rows = driver.find_elements("css selector", "#partitions tbody tr")
     assert len(rows) == 3
-    assert shop["group"] in text_of(driver, "#topic-groups")
+
+    def group_listed():
+        # the page lists the groups of the lag sampler's latest sample, taken every second
+        found = driver.find_elements("css selector", "#topic-groups")
+        if found and shop["group"] in found[0].text:
+            return True
+        time.sleep(0.5)
+        driver.refresh()
+        return False
+    wait_for(group_listed, what="the group on the topic page")
     shot(driver, "topic")
 
 

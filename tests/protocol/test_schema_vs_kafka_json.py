@@ -141,7 +141,7 @@ def test_every_api_of_the_issue_is_defined():
               "DeleteTopics", "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch",
               "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
               "DescribeConfigs", "AlterConfigs", "SaslAuthenticate", "CreatePartitions",
-              "DescribeCluster"}
+              "DescribeCluster", "DescribeUserScramCredentials", "AlterUserScramCredentials"}
     assert wanted <= set(messages.BY_NAME)
 
 

@@ -6,7 +6,8 @@ else the broker's synonym as configured (STATIC_BROKER_CONFIG) or defaulted (DEF
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
-from ..config import BROKER_SETTINGS, TOPIC_SETTINGS, config_to_string
+from ..config import BROKER_SETTINGS, TOPIC_SETTINGS, Setting, config_to_string
+from ..security.settings import listener_settings_set
 
 API_KEY = 32
 VERSIONS = (0, 3)           # v4 is the first flexible version
@@ -53,9 +54,14 @@ def handle(broker, ctx, request) -> dict:
 
 
 def _entry(name, value, source, type_, doc, syns, docs) -> dict:
-    return {"name": name, "value": config_to_string(value), "read_only": False,
-            "is_default": source == DEFAULT_CONFIG, "config_source": source,
-            "is_sensitive": False, "synonyms": syns, "config_type": _TYPES.get(type_, 0),
+    # Passwords, keys and JAAS configs answer null, as Kafka's sensitive configs do.
+    sensitive = type_ == "password"
+    if sensitive:
+        for syn in syns:
+            syn["value"] = None
+    return {"name": name, "value": None if sensitive else config_to_string(value),
+            "read_only": False, "is_default": source == DEFAULT_CONFIG, "config_source": source,
+            "is_sensitive": sensitive, "synonyms": syns, "config_type": _TYPES.get(type_, 0),
             "documentation": doc if docs else None}
 
 
@@ -90,7 +96,10 @@ def _topic_entries(broker, t, keys, synonyms, docs) -> list[dict]:
 
 def _broker_entries(broker, keys, synonyms, docs) -> list[dict]:
     out = []
-    for name, s in sorted(BROKER_SETTINGS.items()):
+    settings = dict(BROKER_SETTINGS)
+    settings.update({name: Setting(*spec) for name, spec in         # listener.name.<l>.ssl.*
+                     listener_settings_set(broker.config).items()})
+    for name, s in sorted(settings.items()):
         if keys is not None and name not in keys:
             continue
         source = DEFAULT_CONFIG if broker.config.is_default(name) else STATIC_BROKER_CONFIG

@@ -277,6 +277,9 @@ class Consumer(GroupMethods):
             self._group_poll()
         while True:
             self._raise_pending()
+            failed = self._net.authentication_failure()
+            if failed is not None:
+                raise failed                     # TLS / SASL refused: retrying will not help
             got = self._drain(limit)
             if got:
                 self._send_fetches()  # pipeline: the next fetch runs while the caller works

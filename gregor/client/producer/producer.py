@@ -446,7 +446,8 @@ class Producer(TransactionalMethods):
                 if self._plain:
                     self._fast[topic] = (n, self._acc.ensure_topic(topic, n), avail)
                 return n
-            fatal = self._sender.fatal_error or (self._txn.fatal_error if self._txn else None)
+            fatal = self._sender.fatal_error or (self._txn.fatal_error if self._txn else None) \
+                or self._network.authentication_failure()      # TLS / SASL refused
             if fatal is not None:
                 raise fatal
             version = md.version

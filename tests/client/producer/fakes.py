@@ -91,6 +91,9 @@ class FakeNetwork:
     def poll(self, timeout):
         return []
 
+    def authentication_failure(self, node_id=None):
+        return None                      # no TLS / SASL here
+
     def wakeup(self):
         self.wakeups += 1
 
