@@ -38,6 +38,7 @@ CONFIG = "/config"
 CHANGES = "/config/changes"
 CHANGE_PREFIX = "config_change_"
 NOTICE_EXPIRATION_MS = 15 * 60 * 1000       # Kafka's ZkNodeChangeNotificationListener
+PURGE_INTERVAL_S = 60.0                      # how often old notices are looked for
 
 
 def encode_config(config: dict[str, str]) -> bytes:
@@ -79,6 +80,7 @@ class ZkEntityConfigStore(EntityConfigStore):
         self._dirty = False
         self._processing: asyncio.Task | None = None
         self._watch: ChildrenWatch | None = None
+        self._last_purge = 0.0
         self._closed = False
 
     @property
@@ -159,37 +161,40 @@ class ZkEntityConfigStore(EntityConfigStore):
         c, wait = self._client, self.zk._wait
         names = sorted((n for n in await wait(c.get_children_async(CHANGES))
                         if notice_seq(n) >= 0), key=notice_seq)
-        now_ms = int(time.time() * 1000)
         for name in names:
             seq = notice_seq(name)
+            if seq <= self.last_seq:
+                continue
             znode = f"{CHANGES}/{name}"
-            if seq > self.last_seq:
-                try:
-                    data, stat = await wait(c.get_async(znode))
-                except NoNodeError:
-                    self.last_seq = seq
-                    continue
-                try:
-                    path = self.check_path(decode_notice(data))
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
-                    log.warning("ignoring change notice %s: %s", znode, e)
-                else:
-                    self._changed(path, await self._read(path))
+            try:
+                data, _ = await wait(c.get_async(znode))
+            except NoNodeError:
                 self.last_seq = seq
-                created = stat.ctime
+                continue
+            try:
+                path = self.check_path(decode_notice(data))
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                log.warning("ignoring change notice %s: %s", znode, e)
             else:
-                created = None
-            if created is None:
-                try:
-                    _, stat = await wait(c.get_async(znode))
-                    created = stat.ctime
-                except NoNodeError:
-                    continue
-            if now_ms - created > NOTICE_EXPIRATION_MS:
-                try:
+                self._changed(path, await self._read(path))
+            self.last_seq = seq
+        if time.monotonic() - self._last_purge >= PURGE_INTERVAL_S:
+            self._last_purge = time.monotonic()
+            await self._purge(names)
+
+    async def _purge(self, names: list[str]) -> None:
+        """Delete notices older than NOTICE_EXPIRATION_MS (any broker may; the others'
+        attempts find them gone)."""
+        c, wait = self._client, self.zk._wait
+        now_ms = int(time.time() * 1000)
+        for name in names:
+            znode = f"{CHANGES}/{name}"
+            try:
+                _, stat = await wait(c.get_async(znode))
+                if now_ms - stat.ctime > NOTICE_EXPIRATION_MS:
                     await wait(c.delete_async(znode))
-                except NoNodeError:
-                    pass
+            except NoNodeError:
+                pass
 
     # -- writing ------------------------------------------------------------------------
 

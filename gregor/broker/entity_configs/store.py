@@ -16,7 +16,7 @@ listeners hear about every change, local or made elsewhere, on the broker's even
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from .names import EntityPath
 
@@ -102,8 +102,3 @@ class EntityConfigStore:
 
     async def close(self) -> None:
         pass
-
-
-def all_paths(configs: Iterable[str], entity_type: str) -> list[EntityPath]:
-    """The parsed paths of one entity type among configs' keys."""
-    return [EntityPath.parse(p) for p in configs if p.startswith(entity_type + "/")]

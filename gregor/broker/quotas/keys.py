@@ -56,10 +56,9 @@ def checked_value(keys: dict[str, str], key: str, value: float) -> str:
         if math.isinf(value):
             raise InvalidRequestError(f"Proposed value for {key} is too large for a DOUBLE.")
         return _java_double(value)
-    limit = LONG_MAX if kind == "long" else INT_MAX
+    limit, kind_name = (LONG_MAX, "a LONG") if kind == "long" else (INT_MAX, "an INT")
     if value > limit:
-        raise InvalidRequestError(
-            f"Proposed value for {key} is too large for {'a LONG' if kind == 'long' else 'an INT'}.")
+        raise InvalidRequestError(f"Proposed value for {key} is too large for {kind_name}.")
     if abs(value % 1.0) > 1e-6:
         raise InvalidRequestError(f"{key} cannot be a fractional value.")
     return str(int(value + 1e-6))

@@ -107,6 +107,7 @@ def test_old_notices_are_purged(zk_connect, monkeypatch):
         try:
             await store.alter("clients/x", {"producer_byte_rate": "5"})
             monkeypatch.setattr(ez, "NOTICE_EXPIRATION_MS", 0)     # every notice is old now
+            monkeypatch.setattr(ez, "PURGE_INTERVAL_S", 0.0)
             await store.alter("clients/y", {"producer_byte_rate": "6"})
             async def count():
                 return len(await meta._wait(meta.client.get_children_async("/config/changes")))
