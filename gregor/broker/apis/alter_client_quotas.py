@@ -5,14 +5,17 @@ validate_only checks and writes nothing. A change is written to the entity confi
 (durably: the data directory's file, or ZooKeeper's znode plus a change notification that
 every broker follows) and keeps the entity's other keys, such as a user's SCRAM credentials.
 The response lists the entries in request order, each with the entity as the request named it.
+A principal without ALTER_CONFIGS on the cluster (with an authorizer configured) gets
+CLUSTER_AUTHORIZATION_FAILED for every entry.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from ...protocol.errors import InvalidRequestError, KafkaError
+from ...protocol.errors import ErrorCode, InvalidRequestError, KafkaError
 from ..quotas.admin import changes_for, entity_path, ip_needs_lookup
+from ..security.checks import alter_client_quotas_denied
 from ._txn_common import respond_later
 
 log = logging.getLogger("gregor.broker.quotas")
@@ -23,6 +26,11 @@ VERSIONS = (0, 1)
 
 def handle(broker, ctx, request):
     entries = request["entries"]
+    denied = alter_client_quotas_denied(broker, ctx)
+    if denied is not None:
+        return {"throttle_time_ms": 0, "entries": [
+            {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": denied,
+             "entity": entry["entity"]} for entry in entries]}
     validate_only = request["validate_only"]
     store = broker.entity_configs
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...protocol.errors import InvalidReplicaAssignmentError
 from ..quotas.mutations import mutation_quota
+from ..security.checks import ALTER, denied_topic_errors
 from .per_topic import controller_results, per_topic_results
 
 API_KEY = 37
@@ -19,9 +20,11 @@ VERSIONS = (0, 3)           # v2 is the first flexible version, v3 the first str
 
 
 def handle(broker, ctx, request):
+    denied = denied_topic_errors(broker, ctx, ALTER, (t["name"] for t in request["topics"]),
+                                 "The topic authorization is failed.")
     quota = mutation_quota(broker, ctx)
     if broker.cluster is not None:
-        return _in_cluster(broker, request, quota)
+        return _in_cluster(broker, request, denied, quota)
 
     def add_partitions(t: dict) -> None:
         for a in t["assignments"] or []:
@@ -34,13 +37,13 @@ def handle(broker, ctx, request):
         if not request["validate_only"]:
             quota.record(t["count"] - broker.store.get(t["name"]).partitions)
             broker.add_partitions(t["name"], t["count"])
-    results = per_topic_results(broker, API_KEY, request["topics"], add_partitions)
+    results = per_topic_results(broker, API_KEY, request["topics"], add_partitions, denied)
     return {"throttle_time_ms": quota.throttle_time_ms(), "results": results}
 
 
-def _in_cluster(broker, request, quota):
+def _in_cluster(broker, request, denied: dict, quota):
     return controller_results(
         broker, API_KEY, request["topics"],
         lambda unique: broker.cluster.add_partitions(unique, request["validate_only"],
                                                      request["timeout_ms"], quota),
-        "results", throttle=quota.throttle_time_ms)
+        "results", denied, throttle=quota.throttle_time_ms)

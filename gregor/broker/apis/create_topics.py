@@ -16,6 +16,7 @@ the topic is in this broker's metadata cache and every live broker was told (or 
 from __future__ import annotations
 
 from ..quotas.mutations import mutation_quota
+from ..security.checks import CREATE, cluster_allowed, denied_topic_errors
 from ..topics import TopicInfo
 from .describe_configs import _topic_entries
 from .per_topic import controller_results, per_topic_results
@@ -26,10 +27,15 @@ VERSIONS = (0, 7)
 
 def handle(broker, ctx, request) -> dict:
     validate_only = request.get("validate_only", False)
+    # CREATE on the cluster allows every topic; else CREATE on each topic (Kafka's order)
+    denied = {} if broker.authorizer is None or \
+        cluster_allowed(broker, ctx, CREATE, log_denied=False) else \
+        denied_topic_errors(broker, ctx, CREATE, (t["name"] for t in request["topics"]),
+                            "Authorization failed.")
     quota = mutation_quota(broker, ctx)
     with_details = ctx is not None and ctx.api_version >= 5
     if broker.cluster is not None:
-        return _in_cluster(broker, request, validate_only, quota, with_details)
+        return _in_cluster(broker, request, validate_only, denied, quota, with_details)
 
     def create(t: dict):
         configs = {c["name"]: c["value"] for c in t["configs"]}
@@ -40,7 +46,7 @@ def handle(broker, ctx, request) -> dict:
             quota.record(partitions)
             info = broker.create_topic(t["name"], partitions, clean)
         return _details(broker, info, 1) if with_details else None
-    topics = per_topic_results(broker, API_KEY, request["topics"], create)
+    topics = per_topic_results(broker, API_KEY, request["topics"], create, denied)
     return {"throttle_time_ms": quota.throttle_time_ms(), "topics": topics}
 
 
@@ -50,7 +56,7 @@ def _details(broker, info: TopicInfo, replication_factor: int) -> dict:
             "configs": _topic_entries(broker, info, None, False, False)}
 
 
-def _in_cluster(broker, request, validate_only: bool, quota, with_details: bool):
+def _in_cluster(broker, request, validate_only: bool, denied: dict, quota, with_details: bool):
     member = broker.cluster
 
     def details(t: dict):
@@ -63,4 +69,4 @@ def _in_cluster(broker, request, validate_only: bool, quota, with_details: bool)
         broker, API_KEY, request["topics"],
         lambda unique: member.create_topics(unique, validate_only, request["timeout_ms"],
                                             quota),
-        "topics", details if with_details else None, quota.throttle_time_ms)
+        "topics", denied, details if with_details else None, quota.throttle_time_ms)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..quotas.mutations import mutation_quota
+from ..security.checks import DELETE, denied_topics
 from ._txn_common import respond_later
 
 API_KEY = 20
@@ -20,13 +21,19 @@ VERSIONS = (0, 5)           # v4 is the first flexible version, v5 the first str
 
 
 def handle(broker, ctx, request):
+    # with deletion disabled every topic answers that, authorized or not (as Kafka)
+    denied = denied_topics(broker, ctx, DELETE, request["topic_names"]) \
+        if broker.config.get("delete.topic.enable") else ()
     quota = mutation_quota(broker, ctx)
     if broker.cluster is not None:
-        return _in_cluster(broker, request, quota)
+        return _in_cluster(broker, request, denied, quota)
     results = []
     for name in request["topic_names"]:
         res = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
         results.append(res)
+        if name in denied:
+            res["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         try:
             t = broker.store.get(name)
             if t is not None and broker.config.get("delete.topic.enable"):
@@ -39,8 +46,8 @@ def handle(broker, ctx, request):
     return {"throttle_time_ms": quota.throttle_time_ms(), "responses": results}
 
 
-def _in_cluster(broker, request, quota):
-    names = list(dict.fromkeys(request["topic_names"]))
+def _in_cluster(broker, request, denied, quota):
+    names = [n for n in dict.fromkeys(request["topic_names"]) if n not in denied]
     member = broker.cluster
 
     async def run():
@@ -65,7 +72,8 @@ def _in_cluster(broker, request, quota):
     def build(codes) -> dict:
         results = []
         for n in request["topic_names"]:
-            code, message = (codes or {}).get(n, (ErrorCode.REQUEST_TIMED_OUT, None))
+            code, message = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None) if n in denied else \
+                (codes or {}).get(n, (ErrorCode.REQUEST_TIMED_OUT, None))
             results.append({"name": n, "error_code": code, "error_message": message})
             if code:
                 broker.metrics.error(API_KEY, ErrorCode(code).name)
