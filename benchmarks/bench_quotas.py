@@ -16,8 +16,8 @@ bookkeeping costs when nothing is throttled.
    fetch throughput (reading them back), with no quota configured (the broker does no quota
    work at all), with one large quota that applies to the benchmark's client (every request
    is measured, none throttled), and with 1,000 quota entities configured (the client's among
-   them). Rounds alternate between the three set-ups; the median of --rounds is printed with
-   the ratio to "none".
+   them). Rounds alternate between the three set-ups, each round starting with another one;
+   the median of --rounds is printed with the ratio to "none".
 3. per-request cost, in process (no network, no broker: immune to the machine's noise): the
    time the server spends per Produce request on quota work, for the same four set-ups as 2
    plus "quotas elsewhere" (quotas exist, none applies to this client), against calling the
@@ -210,11 +210,10 @@ def overhead(bootstrap: str, records: int, rounds: int) -> None:
     fetched = {k: [] for k in order}
     print(f"2. overhead: {records} records of 100 bytes, produce then fetch, {rounds} rounds")
     n = 0
-    for _ in range(rounds):
-        for name in order:
+    for r in range(rounds):
+        for name in order[r % 3:] + order[:r % 3]:      # each set-up takes every position
             with AdminClient({"bootstrap.servers": bootstrap}) as admin:
-                if name == "1,000 entities":
-                    admin.alter_client_quotas(setups["none"])
+                admin.alter_client_quotas(setups["none"])       # from a clean slate
                 admin.alter_client_quotas(setups[name])
                 if name == "none":
                     assert not admin.describe_client_quotas()

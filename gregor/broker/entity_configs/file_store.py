@@ -115,6 +115,8 @@ class FileEntityConfigStore(EntityConfigStore):
         with self._file_lock():
             current = self._read()          # what another process may have written
             config = merged(current.get(path, {}), changes)
+            if config == current.get(path, {}):
+                return config               # nothing changes: no write, no fsync
             if config:
                 current[path] = config
             else:
