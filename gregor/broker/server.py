@@ -125,6 +125,7 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = "?"
         self.client_host = ""
         self.principal = ANONYMOUS           # replaced when the connection authenticates
+        self.authz_memo = None               # allowed ACL decisions (security/checks.py)
         self.protocol = "PLAINTEXT"          # the listener's security protocol
         # SASL listeners: the authentication gate every frame passes (security/gate.py) until
         # the connection is authenticated for good; None otherwise
