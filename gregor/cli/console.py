@@ -35,8 +35,8 @@ def _listen(value: str) -> tuple[str, int]:
               help="Require this bearer token (or the login cookie set from it); also "
                    "$GREGOR_CONSOLE_TOKEN.")
 @click.option("--metrics-url", default=None, metavar="URL",
-              help="A broker's Prometheus endpoint, for partition sizes when the broker "
-                   "serves no DescribeLogDirs (gregor's --metrics-port).")
+              help="A gregor broker's Prometheus endpoint (its --metrics-port), for "
+                   "partition sizes when DescribeLogDirs is not available.")
 @click.option("--property", "-X", "props", multiple=True, metavar="KEY=VALUE",
               help="Client config for the console's clients (security.protocol, sasl.*, ...); "
                    "over --command-config's.")

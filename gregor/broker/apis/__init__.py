@@ -31,7 +31,7 @@ MODULES = [
     "leader_and_isr", "update_metadata", "stop_replica", "alter_partition",
     "consumer_group_heartbeat", "consumer_group_describe",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",
-    "alter_user_scram_credentials",
+    "alter_user_scram_credentials", "describe_log_dirs",
 ]
 
 
