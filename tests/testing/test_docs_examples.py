@@ -1,6 +1,7 @@
 """docs/testing.md's examples run as tests: every ```python block of the page that defines a
-test_ function (async ones run by pytest-asyncio) is written to a module and run by pytest (with gregor's plugin, as a user's
-suite would have it), so the page cannot drift from what works."""
+test_ function (async ones run by pytest-asyncio) is written to a module and run by pytest
+(with gregor's plugin, as a user's suite would have it), so the page cannot drift from what
+works."""
 from __future__ import annotations
 
 import os
