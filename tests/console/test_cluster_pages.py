@@ -39,10 +39,13 @@ def test_topics_list_shows_offsets_and_sizes_from_describe_log_dirs(client, cons
 
 
 def test_sizes_from_metrics_when_describe_log_dirs_is_not_served(console_broker, topic_factory):
-    from starlette.testclient import TestClient
+    import warnings
 
     from gregor.console.app import create_app
     from tests.console.conftest import settings_for
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # Starlette 1.x suggests its httpx fork; httpx works
+        from starlette.testclient import TestClient
     t = topic_factory(1, records=[b"z" * 200])
     console_broker.limit_versions("DescribeLogDirs", -1)       # as a broker without it
     try:
