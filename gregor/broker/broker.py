@@ -30,6 +30,7 @@ from .metrics import BrokerMetrics
 from .partition import Partition, log_config_for
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .security import enable as acl_setup
 from .security.setup import build_security
 from .server import Server
 from .topics import TopicInfo, TopicStore, ensure_meta, topic_name_error
@@ -100,9 +101,13 @@ class Broker:
         self.cluster = None
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
+        self.entity_configs = None       # user/client/ip configs: quotas, SCRAM credentials
+        self.quotas = None               # client quotas (gregor/broker/quotas/service.py)
         self.security = None             # TLS / SASL per listener, SCRAM credentials
         # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
         self.clock = None
+        self.authorizer = None           # ACL decisions, None: no authorizer (security/enable.py)
+        self.acl_service = None
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -115,6 +120,7 @@ class Broker:
         self.producer_ids = self.cluster.producer_ids if self.cluster is not None \
             else ProducerIdManager(self.data_dir)
         self.store.load()
+        self._open_entity_configs()
         if self.cluster is not None:
             from .cluster import hw_checkpoint
             self._saved_hws = hw_checkpoint.read(self.data_dir)
@@ -135,6 +141,18 @@ class Broker:
         self.txn.load_existing()
         from .group.service import GroupService
         self.groups = GroupService(self)
+        acl_setup.open_authorizer(self)
+
+    def _open_entity_configs(self) -> None:
+        """The store quotas and credentials share: the data directory's file on a single
+        node, ZooKeeper's /config znodes in a cluster (opened when it joined)."""
+        from .quotas.service import QuotaService
+        self.quotas = QuotaService(self.config)       # checks the quota window settings
+        if self.cluster is not None:
+            self.entity_configs = self.cluster.entity_configs
+            return
+        from .entity_configs.file_store import FileEntityConfigStore
+        self.entity_configs = FileEntityConfigStore(self.data_dir).load()
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int]:
         """Where this broker is reached on a listener (the first one when None or unknown)."""
@@ -151,6 +169,7 @@ class Broker:
                 await self.cluster.store.close()
                 raise
         self.open()
+        await acl_setup.start_authorizer(self)
         self.handlers = apis.build_handlers(self)
         self.api_version_table = apis.version_table(self.handlers)
         self.security = build_security(self)
@@ -179,6 +198,7 @@ class Broker:
         self.advertised_host, self.advertised_port = \
             self.endpoints.get(self.listeners.listeners[0].name) or \
             next(iter(self.endpoints.values()))
+        self._start_quotas()
         self.metrics.watch_purgatories(self.replica_manager.purgatories)
         self.metrics.watch_partitions(lambda: list(self.replica_manager.partitions.values()))
         if metrics_port is not None:
@@ -213,6 +233,7 @@ class Broker:
         log.info("shutting down: no new requests; finishing in-flight ones")
         if self.server is not None:
             self.server.stop_accepting()
+        await acl_setup.stop_authorizer(self)
         if self.cluster is not None:
             try:
                 await self.cluster.close()
@@ -237,6 +258,10 @@ class Broker:
             self.txn.close()
         if self.groups is not None:
             self.groups.close()
+        if self.quotas is not None:
+            self.quotas.close()
+        if self.entity_configs is not None and self.cluster is None:
+            await self.entity_configs.close()
         if self.security is not None:
             self.security.close()
         await rm.wait_for_flush()
@@ -244,6 +269,13 @@ class Broker:
         rm.close_all()
         self.metrics.close()
         log.info("shutdown complete; logs flushed and closed cleanly")
+
+    def _start_quotas(self) -> None:
+        from .quotas.metrics import QuotaCollector
+        self.quotas.start(self.entity_configs, self.server)
+        self.metrics.registry.register(QuotaCollector(self.quotas))
+        if hasattr(self.entity_configs, "start_polling"):
+            self.entity_configs.start_polling()      # changes made by offline commands
 
     def _start_cleaner(self, loop) -> None:
         if not self.config.get("log.cleaner.enable"):

@@ -2,8 +2,9 @@
 (leader or follower), the log's size in bytes and how far its end is behind the partition's
 high watermark (KIP-113); v4 adds the file system's total and usable bytes (KIP-827).
 
-As Kafka's KafkaApis: the principal needs DESCRIBE on the CLUSTER, else the answer is
-CLUSTER_AUTHORIZATION_FAILED (v3+; before v3 only the empty result list says so). A null
+As Kafka's KafkaApis: the principal needs DESCRIBE on the CLUSTER (the ACL authorizer,
+security/checks.py), else the answer is CLUSTER_AUTHORIZATION_FAILED (v3+; before v3 only
+the empty result list says so). A null
 topics list asks for every partition; a named partition not hosted here is left out, as
 Kafka does. gregor has one log directory and no future (being moved) replicas, so
 is_future_key is always false. Kafka also lists the directory's other topics with empty
@@ -15,7 +16,7 @@ import logging
 import shutil
 
 from ...protocol.errors import ErrorCode
-from ..security.cluster_checks import cluster_operation_allowed
+from ..security.checks import DESCRIBE, cluster_allowed
 
 log = logging.getLogger("gregor.broker.describe_log_dirs")
 
@@ -24,7 +25,7 @@ VERSIONS = (0, 4)
 
 
 def handle(broker, ctx, request) -> dict:
-    if not cluster_operation_allowed(broker, ctx, "DESCRIBE"):
+    if not cluster_allowed(broker, ctx, DESCRIBE):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "results": []}
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,

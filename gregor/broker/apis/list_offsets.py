@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ..security.checks import DESCRIBE, denied_topics
 
 log = logging.getLogger("gregor.broker.list_offsets")
 
@@ -28,6 +29,7 @@ def handle(broker, ctx, request) -> dict:
     rm = broker.replica_manager
     read_committed = request.get("isolation_level", 0) == 1
     client = request.get("replica_id", -1) == -1       # not a follower's or a debug request
+    denied = denied_topics(broker, ctx, DESCRIBE, (t["name"] for t in request["topics"]))
     topics = []
     for t in request["topics"]:
         parts = []
@@ -36,6 +38,9 @@ def handle(broker, ctx, request) -> dict:
                    "old_style_offsets": [], "timestamp": -1, "offset": -1,
                    "leader_epoch": -1}
             parts.append(out)
+            if t["name"] in denied:
+                out["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             p = rm.get(t["name"], pt["partition_index"])
             if broker.cluster is not None and (p is None or not p.is_leader):
                 out["error_code"] = broker.cluster.partition_error(t["name"],

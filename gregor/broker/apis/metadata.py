@@ -12,19 +12,29 @@ no topic has it).
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from ...protocol.errors import ErrorCode
+from ..metadata_common import INTERNAL, NO_AUTHORIZED_OPS, requested_names, unknown_topic_id
 from ..topics import topic_name_error
+from ._metadata_authz import add_authorized_operations, authorized_metadata
 
 API_KEY = 3
 VERSIONS = (0, 12)
-INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
-NO_AUTHORIZED_OPS = -2147483648
 
 
 def handle(broker, ctx, request) -> dict:
     version = ctx.api_version
+    if broker.authorizer is None:
+        body = _describe_topics(broker, ctx, version, request)
+    else:
+        body = authorized_metadata(
+            broker, ctx, version, request,
+            lambda req: _describe_topics(broker, ctx, version, req), _exists(broker),
+            lambda: _topic_ids(broker))
+    add_authorized_operations(broker, ctx, version, request, body)
+    return body
+
+
+def _describe_topics(broker, ctx, version: int, request) -> dict:
     if broker.cluster is not None:
         from ..cluster.metadata_api import metadata
         return metadata(broker.cluster, version, request, ctx.listener)
@@ -33,8 +43,7 @@ def handle(broker, ctx, request) -> dict:
         names = sorted(t.name for t in broker.store.live())
         allow_create = False
     else:
-        names = requested_names(requested, lambda: {t.topic_id_bytes: t.name
-                                                    for t in broker.store.live()})
+        names = requested_names(requested, lambda: _topic_ids(broker))
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     topics = []
     for name in names:
@@ -51,26 +60,20 @@ def handle(broker, ctx, request) -> dict:
     }
 
 
-ZERO_ID = bytes(16)
+def _exists(broker):
+    if broker.cluster is not None:
+        snap = broker.cluster.snapshot
+        return lambda name: name in snap.topics
+    return lambda name: broker.store.get(name) is not None
 
 
-def requested_names(requested: list[dict], ids: Callable[[], dict[bytes, str]]) -> list:
-    """The names asked for; a topic asked for by id alone (v12) is looked up in ids() (built
-    only then), and stays bytes (its id) when no topic has it."""
-    out, by_id = [], None
-    for t in requested:
-        name, topic_id = t.get("name"), t.get("topic_id") or ZERO_ID
-        if name is None and topic_id != ZERO_ID:
-            by_id = ids() if by_id is None else by_id
-            name = by_id.get(topic_id, topic_id)
-        out.append(name)
-    return out
-
-
-def unknown_topic_id(topic_id: bytes) -> dict:
-    return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id,
-            "is_internal": False, "partitions": [],
-            "topic_authorized_operations": NO_AUTHORIZED_OPS}
+def _topic_ids(broker) -> dict[bytes, str]:
+    if broker.cluster is not None:
+        from ..cluster.znodes import topic_id_bytes
+        return {topic_id_bytes(v.assignment.topic_id): n
+                for n, v in broker.cluster.snapshot.topics.items()
+                if not v.deleting and v.assignment.topic_id}
+    return {t.topic_id_bytes: t.name for t in broker.store.live()}
 
 
 def _describe(broker, name, allow_create: bool) -> dict:

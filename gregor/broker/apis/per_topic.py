@@ -11,11 +11,13 @@ from ._txn_common import respond_later
 
 
 def per_topic_results(broker, api_key: int, topics: list[dict],
-                      apply: Callable[[dict], None]) -> list[dict]:
+                      apply: Callable[[dict], None],
+                      denied: dict[str, KafkaError] | None = None) -> list[dict]:
     """Run apply(topic) for every topic of the request and return their results. A name
     listed twice fails with INVALID_REQUEST for every entry (Kafka cannot tell which one was
-    meant); a KafkaError raised by apply becomes that topic's error and is counted in the
-    broker's error metrics."""
+    meant); a name in `denied` (not authorized) fails with its error without apply; a
+    KafkaError raised by apply becomes that topic's error and is counted in the broker's
+    error metrics."""
     counts = Counter(t["name"] for t in topics)
     results = []
     for t in topics:
@@ -27,7 +29,11 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
             res["error_message"] = f"topic {name!r} appears more than once in the request"
             continue
         try:
-            apply(t)
+            if denied and name in denied:
+                raise denied[name]
+            extra = apply(t)
+            if extra:
+                res.update(extra)
         except KafkaError as e:
             res["error_code"] = e.code
             res["error_message"] = e.message
@@ -35,12 +41,17 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
     return results
 
 
-def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str):
+def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str,
+                       denied: dict[str, KafkaError] | None = None, details=None,
+                       throttle=None):
     """In a cluster: run(unique_topics) is the controller's coroutine returning
     {name: KafkaError or None} (None for everything when it timed out); the response lists one
-    result per requested topic under results_key, duplicates refused as on a single node."""
+    result per requested topic under results_key, duplicates refused as on a single node and
+    the names in `denied` (not authorized) with their error, never given to run.
+    details(topic) adds fields to a successful result; throttle() gives throttle_time_ms."""
     counts = Counter(t["name"] for t in topics)
-    unique = [t for t in topics if counts[t["name"]] == 1]
+    denied = denied or {}
+    unique = [t for t in topics if counts[t["name"]] == 1 and t["name"] not in denied]
 
     def build(errors) -> dict:
         results = []
@@ -49,12 +60,21 @@ def controller_results(broker, api_key: int, topics: list[dict], run, results_ke
             if counts[t["name"]] > 1:
                 res["error_code"] = ErrorCode.INVALID_REQUEST
                 res["error_message"] = f"topic {t['name']!r} appears more than once"
+            elif t["name"] in denied:
+                res["error_code"] = denied[t["name"]].code
+                res["error_message"] = denied[t["name"]].message
             elif errors is None:
                 res["error_code"] = ErrorCode.REQUEST_TIMED_OUT
             elif errors.get(t["name"]) is not None:
                 e = errors[t["name"]]
                 res["error_code"], res["error_message"] = e.code, e.message
                 broker.metrics.error(api_key, e.name)
+            elif details is not None:
+                res.update(details(t) or {})
             results.append(res)
-        return {"throttle_time_ms": 0, results_key: results}
-    return respond_later(run(unique), build)
+        return {"throttle_time_ms": throttle() if throttle else 0, results_key: results}
+    return respond_later(run(unique) if unique else _nothing(), build)
+
+
+async def _nothing() -> dict:
+    return {}

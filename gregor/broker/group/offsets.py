@@ -23,25 +23,12 @@ from . import consumer_records as CR
 from . import log_records as L
 from .consumer_group import ConsumerGroup
 from .metadata import Group, GroupState, Member
+from .store_errors import COMMIT_STORE_ERRORS
 
 log = logging.getLogger("gregor.broker.group")
 
 E = ErrorCode
 S = GroupState
-# A failed offsets write, as OffsetCommit reports it (Kafka's mapping).
-COMMIT_STORE_ERRORS = {
-    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
-    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
-    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
-    E.MESSAGE_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
-    E.RECORD_LIST_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
-    E.INVALID_FETCH_SIZE: E.INVALID_COMMIT_OFFSET_SIZE,
-    E.INVALID_PRODUCER_EPOCH: E.INVALID_PRODUCER_EPOCH,
-    E.PRODUCER_FENCED: E.PRODUCER_FENCED,
-}
 
 TP = tuple  # (topic, partition)
 
