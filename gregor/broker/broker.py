@@ -423,7 +423,23 @@ class Broker:
                 "raise the limit (ulimit -n, --set gregor.max.partitions=N)")
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
-        """Create an already validated topic and open its partitions."""
+        """Create an already validated topic and open its partitions.
+
+        Crash consistency (an acknowledged CreateTopics survives kill -9 and a power cut):
+        the topic list is the commit point. store.add writes it to a temporary file, fsyncs
+        it, renames it over the old list and fsyncs the data directory: two fsyncs, and the
+        topic, its partition count and configs are durable before this returns. Only then
+        are the partition directories made, with fsyncs of none of them: each holds one
+        empty segment and checkpoint files that recovery rebuilds, so a power cut that takes
+        a directory, a file or a file's contents leaves what opening it again recreates (an
+        empty log at offset 0; tests/log/test_log_creation_durability.py). The names start to
+        matter with the first data promised in them: a log's first fsync round (an acks=all
+        produce's group commit, a roll, the close) fsyncs its directory and the data
+        directory with the data (Log._ticket). The order also keeps a partition directory
+        from being durable while the list that names it is not: recovery would adopt such a
+        directory as a topic with default configs, so a CreateTopics that never answered
+        could come back with other settings than the ones asked for. kill -9 alone loses
+        nothing written before the answer (the page cache survives the process)."""
         t = self.store.add(name, partitions, configs)
         cfg = self.topic_config(t)
         for i in range(partitions):

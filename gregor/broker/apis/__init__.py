@@ -33,7 +33,7 @@ MODULES = [
     "describe_client_quotas", "alter_client_quotas",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",
-    "alter_user_scram_credentials",
+    "alter_user_scram_credentials", "describe_log_dirs",
 ]
 
 

@@ -255,6 +255,9 @@ CASES = {
     "DescribeClientQuotas": Case("DescribeClientQuotas", 1, lambda t: {
         "components": [], "strict": False}, E.CLUSTER_AUTHORIZATION_FAILED,
         [(C, "kafka-cluster", Op.DESCRIBE_CONFIGS)], topic=False),
+    "DescribeLogDirs": Case("DescribeLogDirs", 3, lambda t: {"topics": None},
+                            E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.DESCRIBE)],
+                            topic=False),
     "AlterClientQuotas": Case("AlterClientQuotas", 1, lambda t: {"entries": [
         {"entity": [{"entity_type": "client-id", "entity_name": "app"}],
          "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
