@@ -45,6 +45,7 @@ class Row:
     files: str = ""           # glob under results/ when not every file of the bench applies
     doc: str = ""             # the docs page (and section) that explains the figure
     note: str = ""            # what the figure means, in a few words
+    require: tuple[str, ...] = ()  # patterns every file must match (e.g. nothing lost)
 
 
 # The rows, in the README's order. A pattern with two groups gives the ratio of the two
@@ -70,6 +71,41 @@ ROWS: tuple[Row, ...] = (
         (rf"^\s+gregor-send\s+{_NUM}x$",), doc="docs/clients.md#speed-and-why-it-is-shaped-this-way"),
     Row("producer `send_batch()`, same load", "confluent-kafka", "bench_producer.py",
         (rf"^\s+gregor-send_batch\s+{_NUM}x$",), doc="docs/clients.md#speed-and-why-it-is-shaped-this-way"),
+    Row("acks=all, RF 3, min ISR 2 on a 3-broker cluster (same producer settings; idempotent)",
+        "acks=1, RF 1 on the same cluster", "bench_cluster.py",
+        (rf"^  acks=all, RF 3, ISR 2 .*ratio {_NUM}x", rf"^  the same, idempotent .*ratio {_NUM}x"),
+        doc="docs/cluster.md#measured-benchmarksbench_clusterpy"),
+    Row("failover: kill -9 of a leader to the first acks=all ack, nothing acked lost",
+        "ZooKeeper session 6 s", "bench_cluster.py",
+        (rf"first acks=all record acknowledged {_NUM} s",), unit="s",
+        require=(r"acknowledged records missing after: 0 of",),
+        doc="docs/cluster.md#measured-benchmarksbench_clusterpy"),
+    Row("SASL_SSL (SCRAM-SHA-512, TLS 1.3) produce and fetch throughput", "PLAINTEXT, same broker",
+        "bench_security.py", (rf"^produce .*ratio SASL_SSL/PLAINTEXT {_NUM}x",
+                              rf"^fetch .*ratio SASL_SSL/PLAINTEXT {_NUM}x"),
+        doc="docs/security.md#performance"),
+    Row("SCRAM login over TLS, connect to first Metadata", "PLAINTEXT + the client's PBKDF2",
+        "bench_security.py", (rf"^connect  ratio SCRAM .*over TLS {_NUM}x",),
+        doc="docs/security.md#performance"),
+    Row("transactional `send()`, a commit every 100 ms", "gregor's idempotent `send()`",
+        "bench_transactions.py", (rf"^  gregor send\(\)\s+idempotent .*ratio {_NUM}x",),
+        doc="docs/transactions.md#measured"),
+    Row("read_committed with 10% of transactions aborted (gregor's Arrow consumer)",
+        "read_uncommitted", "bench_transactions.py", (rf"^  gregor Arrow .*ratio {_NUM}x",),
+        doc="docs/transactions.md#measured"),
+    Row("Spark sink: DataFrame to topic (lz4), steady rate", "`df.write.parquet`, same rows",
+        "bench_spark.py", (rf"^write ratio gregor/Parquet: {_NUM}x",),
+        doc="docs/spark.md#performance"),
+    Row("Spark source: topic to DataFrame, steady rate", "Parquet read, same rows",
+        "bench_spark.py", (rf"^read  ratio gregor/Parquet: {_NUM}x",),
+        doc="docs/spark.md#performance"),
+    Row("`gregor.testing` in-process broker: start to the first Metadata answered",
+        "(time; gregor already imported)", "bench_testing.py",
+        (rf"in this process \(gregor imported\): median\s+{_NUM} ms",), unit="ms median",
+        doc="docs/testing.md#numbers"),
+    Row("the same in a fresh interpreter (imports included)", "(time)", "bench_testing.py",
+        (rf"fresh interpreter, bytecode cached\s*: median\s+{_NUM} ms",), unit="ms median",
+        doc="docs/testing.md#numbers"),
 )
 
 
@@ -100,17 +136,21 @@ def results_for(row: Row) -> list[Result]:
     return [read_result(p) for p in paths]
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: float, ratio: bool = True) -> str:
     if v >= 100:
         return f"{v:,.0f}"
-    if v >= 10:
-        return f"{v:.1f}".rstrip("0").rstrip(".")
+    if v >= 10 or not ratio:
+        return f"{v:.1f}"
     return f"{v:.2f}"
 
 
 def figures(row: Row, results: list[Result]) -> list[float]:
     values = []
     for res in results:
+        for pat in row.require:
+            if not re.search(pat, res.body, re.MULTILINE):
+                raise SystemExit(f"{res.path.name}: row '{row.what}' requires a line matching "
+                                 f"{pat!r}, and the run printed none")
         for pat in row.patterns:
             for m in re.finditer(pat, res.body, re.MULTILINE):
                 nums = [float(g.replace(",", "")) for g in m.groups()]
@@ -128,8 +168,10 @@ def render_row(row: Row) -> str:
         raise SystemExit(f"row '{row.what}': no line of {', '.join(r.path.name for r in results)} "
                          f"matches {row.patterns}: the benchmark's output changed; update the pattern")
     lo, hi = min(values), max(values)
-    unit = row.unit if row.unit == "x" else f" {row.unit}"
-    figure = f"{_fmt(lo)}{unit}" if _fmt(lo) == _fmt(hi) else f"{_fmt(lo)}-{_fmt(hi)}{unit}"
+    ratio = row.unit == "x"
+    unit = row.unit if ratio else f" {row.unit}"
+    a, b = _fmt(lo, ratio), _fmt(hi, ratio)
+    figure = f"{a}{unit}" if a == b else f"{a}-{b}{unit}"
     if row.note:
         figure += f" ({row.note})"
     outputs = ", ".join(f"[{r.header['date']}](benchmarks/results/{r.path.name})" for r in results)
