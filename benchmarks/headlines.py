@@ -40,79 +40,77 @@ class Row:
     what: str                 # the comparison, as a reader asks it
     against: str              # the competitor or baseline
     bench: str                # the script under benchmarks/ that prints it
-    patterns: tuple[str, ...]  # regexes (multiline), each capturing one number
+    figures: tuple[tuple[str, str], ...]  # (label, regex capturing one number, or two: a/b)
     unit: str = "x"           # "x": a ratio gregor / against; otherwise the unit printed
-    files: str = ""           # glob under results/ when not every file of the bench applies
     doc: str = ""             # the docs page (and section) that explains the figure
-    note: str = ""            # what the figure means, in a few words
     require: tuple[str, ...] = ()  # patterns every file must match (e.g. nothing lost)
 
 
-# The rows, in the README's order. A pattern with two groups gives the ratio of the two
+# The rows, in the README's order. Each figure is the range of every value its pattern matches
+# in every results file of the benchmark; a pattern with two groups gives the ratio of the two
 # numbers it captures (first / second), for benchmarks that print both sides but no ratio.
 _NUM = r"([\d.,]+)"
+_BROKER = "docs/broker.md#performance"
+_CLIENTS = "docs/clients.md#speed-and-why-it-is-shaped-this-way"
+_CLUSTER = "docs/cluster.md#measured-benchmarksbench_clusterpy"
+_GROUPS = "docs/groups.md#performance-issue-11"
+_TXN = "docs/transactions.md#measured"
+_RATIOS = r"^ratio gregor/tansu \(msgs/s\): "
 ROWS: tuple[Row, ...] = (
-    Row("produce throughput through the broker (confluent-kafka, 1M records)",
-        "tansu (Rust, in memory)", "bench_broker.py",
-        (rf"^ratio gregor/tansu \(msgs/s\): produce {_NUM}x",), doc="docs/broker.md#performance-measured-2-core-shared-machine"),
-    Row("broker CPU per record produced (lower is better)", "tansu", "bench_broker.py",
-        (rf"^broker CPU per 1M records produced: .*\({_NUM}x\)",),
-        doc="docs/broker.md#performance-measured-2-core-shared-machine"),
-    Row("fetch throughput (librdkafka unpaced, kafka-python, aiokafka, 10 consumers)", "tansu",
-        "bench_broker.py",
-        tuple(rf"^ratio gregor/tansu \(msgs/s\): .*\b{k} {_NUM}x" for k in
-              ("fetch_unpaced", "kafka-python", "aiokafka", "many")),
-        doc="docs/broker.md#performance-measured-2-core-shared-machine"),
-    Row("produce p99 at 10k msgs/s, linger 0 (lower is better)", "tansu", "bench_broker.py",
-        (rf"^p99 produce latency gregor vs tansu: {_NUM} vs {_NUM} ms",
-         rf"^p99 produce latency .*in-flight 5: {_NUM} vs {_NUM} ms"),
-        doc="docs/broker.md#performance-measured-2-core-shared-machine"),
-    Row("producer `send()`, 1M records, 1 and 6 partitions", "confluent-kafka", "bench_producer.py",
-        (rf"^\s+gregor-send\s+{_NUM}x$",), doc="docs/clients.md#speed-and-why-it-is-shaped-this-way"),
-    Row("producer `send_batch()`, same load", "confluent-kafka", "bench_producer.py",
-        (rf"^\s+gregor-send_batch\s+{_NUM}x$",), doc="docs/clients.md#speed-and-why-it-is-shaped-this-way"),
-    Row("acks=all, RF 3, min ISR 2 on a 3-broker cluster (same producer settings; idempotent)",
-        "acks=1, RF 1 on the same cluster", "bench_cluster.py",
-        (rf"^  acks=all, RF 3, ISR 2 .*ratio {_NUM}x", rf"^  the same, idempotent .*ratio {_NUM}x"),
-        doc="docs/cluster.md#measured-benchmarksbench_clusterpy"),
-    Row("failover: kill -9 of a leader to the first acks=all ack, nothing acked lost",
-        "ZooKeeper session 6 s", "bench_cluster.py",
-        (rf"first acks=all record acknowledged {_NUM} s",), unit="s",
-        require=(r"acknowledged records missing after: 0 of",),
-        doc="docs/cluster.md#measured-benchmarksbench_clusterpy"),
-    Row("SASL_SSL (SCRAM-SHA-512, TLS 1.3) produce and fetch throughput", "PLAINTEXT, same broker",
-        "bench_security.py", (rf"^produce .*ratio SASL_SSL/PLAINTEXT {_NUM}x",
-                              rf"^fetch .*ratio SASL_SSL/PLAINTEXT {_NUM}x"),
+    Row("produce through the broker, confluent-kafka", "tansu (Rust, in memory)",
+        "bench_broker.py", (("msgs/s", rf"{_RATIOS}produce {_NUM}x"),
+                            ("broker CPU", rf"^broker CPU per 1M records produced: .*\({_NUM}x\)")),
+        doc=_BROKER),
+    Row("broker CPU per record, 1 MiB batches", "tansu", "bench_broker_cpu.py",
+        (("", rf"^  \S+\s+gregor/tansu\s+{_NUM}x"),), doc=_BROKER),
+    Row("fetch through the broker", "tansu", "bench_broker.py",
+        (("librdkafka", rf"{_RATIOS}.*\bfetch_unpaced {_NUM}x"),
+         ("kafka-python", rf"{_RATIOS}.*\bkafka-python {_NUM}x"),
+         ("aiokafka", rf"{_RATIOS}.*\baiokafka {_NUM}x"),
+         ("10 consumers", rf"{_RATIOS}.*\bmany {_NUM}x")), doc=_BROKER),
+    Row("produce p99 at 10k msgs/s", "tansu", "bench_broker.py",
+        (("", rf"^p99 produce latency gregor vs tansu: {_NUM} vs {_NUM} ms"),
+         ("in-flight 5", rf"^p99 produce latency .*in-flight 5: {_NUM} vs {_NUM} ms")),
+        doc=_BROKER),
+    Row("producer client, 1M records, 1 and 6 partitions", "confluent-kafka", "bench_producer.py",
+        (("`send()`", rf"^\s+gregor-send\s+{_NUM}x$"),
+         ("`send_batch()`", rf"^\s+gregor-send_batch\s+{_NUM}x$")), doc=_CLIENTS),
+    Row("consumer client, 300k records, plain and lz4", "confluent-kafka (unpaced)",
+        "bench_consumer.py",
+        (("`poll()`", rf"(?s)^  gregor poll\(\)\s+{_NUM} records/s.*?"
+                      rf"^  confluent-kafka unpaced\s+{_NUM} records/s"),
+         ("Arrow", rf"(?s)^  gregor poll_batches\(arrow=True\)\s+{_NUM} records/s.*?"
+                   rf"^  confluent-kafka unpaced\s+{_NUM} records/s")),
+        doc="docs/consumer-admin-cli.md#consumer-assign-mode"),
+    Row("acks=all, RF 3, min ISR 2 on 3 brokers", "acks=1, RF 1, same cluster", "bench_cluster.py",
+        (("", rf"^  acks=all, RF 3, ISR 2 .*ratio {_NUM}x"),
+         ("idempotent", rf"^  the same, idempotent .*ratio {_NUM}x")), doc=_CLUSTER),
+    Row("failover: kill -9 of a leader to the next acks=all ack; none lost", "ZK session 6 s",
+        "bench_cluster.py", (("", rf"first acks=all record acknowledged {_NUM} s"),), unit="s",
+        require=(r"acknowledged records missing after: 0 of",), doc=_CLUSTER),
+    Row("SASL_SSL (SCRAM, TLS 1.3) throughput", "PLAINTEXT", "bench_security.py",
+        (("produce", rf"^produce .*ratio SASL_SSL/PLAINTEXT {_NUM}x"),
+         ("fetch", rf"^fetch .*ratio SASL_SSL/PLAINTEXT {_NUM}x")),
         doc="docs/security.md#performance"),
-    Row("SCRAM login over TLS, connect to first Metadata", "PLAINTEXT + the client's PBKDF2",
-        "bench_security.py", (rf"^connect  ratio SCRAM .*over TLS {_NUM}x",),
-        doc="docs/security.md#performance"),
-    Row("a group of 10 confluent-kafka consumers forming (time: lower is better)", "tansu",
-        "bench_groups.py", (rf"^ratios gregor/tansu: formed {_NUM}x",),
-        doc="docs/groups.md#performance-issue-11"),
-    Row("OffsetCommits/s of one client, sync and async (gregor fsyncs each; tansu in memory)",
-        "tansu", "bench_groups.py", (rf"^ratios gregor/tansu: .*commits/s sync {_NUM}x",
-                                     rf"^ratios gregor/tansu: .*\basync {_NUM}x"),
-        doc="docs/groups.md#performance-issue-11"),
-    Row("transactional `send()`, a commit every 100 ms", "gregor's idempotent `send()`",
-        "bench_transactions.py", (rf"^  gregor send\(\)\s+idempotent .*ratio {_NUM}x",),
-        doc="docs/transactions.md#measured"),
-    Row("read_committed with 10% of transactions aborted (gregor's Arrow consumer)",
-        "read_uncommitted", "bench_transactions.py", (rf"^  gregor Arrow .*ratio {_NUM}x",),
-        doc="docs/transactions.md#measured"),
-    Row("Spark sink: DataFrame to topic (lz4), steady rate", "`df.write.parquet`, same rows",
-        "bench_spark.py", (rf"^write ratio gregor/Parquet: {_NUM}x",),
-        doc="docs/spark.md#performance"),
-    Row("Spark source: topic to DataFrame, steady rate", "Parquet read, same rows",
-        "bench_spark.py", (rf"^read  ratio gregor/Parquet: {_NUM}x",),
-        doc="docs/spark.md#performance"),
-    Row("`gregor.testing` in-process broker: start to the first Metadata answered",
-        "(time; gregor already imported)", "bench_testing.py",
-        (rf"in this process \(gregor imported\): median\s+{_NUM} ms",), unit="ms median",
-        doc="docs/testing.md#numbers"),
-    Row("the same in a fresh interpreter (imports included)", "(time)", "bench_testing.py",
-        (rf"fresh interpreter, bytecode cached\s*: median\s+{_NUM} ms",), unit="ms median",
-        doc="docs/testing.md#numbers"),
+    Row("a group of 10 forming (time); OffsetCommits/s, each fsynced", "tansu (in memory)",
+        "bench_groups.py", (("forming", rf"^ratios gregor/tansu: formed {_NUM}x"),
+                            ("sync", rf"^ratios gregor/tansu: .*commits/s sync {_NUM}x"),
+                            ("async", rf"^ratios gregor/tansu: .*\basync {_NUM}x")), doc=_GROUPS),
+    Row("transactions: commit every 100 ms; read_committed, 10% aborted",
+        "idempotent; read_uncommitted", "bench_transactions.py",
+        (("produce", rf"^  gregor send\(\)\s+idempotent .*ratio {_NUM}x"),
+         ("read", rf"^  gregor Arrow .*ratio {_NUM}x")), doc=_TXN),
+    Row("Spark sink (lz4) and source", "Parquet write and read", "bench_spark.py",
+        (("write", rf"^write ratio gregor/Parquet: {_NUM}x"),
+         ("read", rf"^read  ratio gregor/Parquet: {_NUM}x")), doc="docs/spark.md#performance"),
+    Row("Spark exactly-once sink, batch and streaming writes", "the at-least-once sink",
+        "bench_spark_eos.py", (("batch", rf"^batch  best: .*ratio {_NUM}x"),
+                               ("stream", rf"^stream best: .*ratio {_NUM}x")),
+        doc="docs/spark.md#delivery-guarantee-at-least-once-or-exactly-once-on-request"),
+    Row("`gregor.testing` broker: start to first Metadata", "(median time)", "bench_testing.py",
+        (("in a test process", rf"in this process \(gregor imported\): median\s+{_NUM} ms"),
+         ("fresh interpreter", rf"fresh interpreter, bytecode cached\s*: median\s+{_NUM} ms")),
+        unit="ms", doc="docs/testing.md#numbers"),
 )
 
 
@@ -139,7 +137,7 @@ def read_result(path: Path) -> Result:
 
 def results_for(row: Row) -> list[Result]:
     stem = row.bench.removesuffix(".py")
-    paths = sorted(RESULTS.glob(row.files or f"{stem}-*.txt"))
+    paths = sorted(RESULTS.glob(f"{stem}-*.txt"))
     return [read_result(p) for p in paths]
 
 
@@ -151,18 +149,26 @@ def _fmt(v: float, ratio: bool = True) -> str:
     return f"{v:.2f}"
 
 
-def figures(row: Row, results: list[Result]) -> list[float]:
-    values = []
+def figures(row: Row, results: list[Result]) -> dict[str, list[float]]:
+    """{label: every value its pattern matched, over all the files}."""
+    values: dict[str, list[float]] = {label: [] for label, _ in row.figures}
     for res in results:
         for pat in row.require:
             if not re.search(pat, res.body, re.MULTILINE):
                 raise SystemExit(f"{res.path.name}: row '{row.what}' requires a line matching "
                                  f"{pat!r}, and the run printed none")
-        for pat in row.patterns:
+        for label, pat in row.figures:
             for m in re.finditer(pat, res.body, re.MULTILINE):
                 nums = [float(g.replace(",", "")) for g in m.groups()]
-                values.append(nums[0] / nums[1] if len(nums) == 2 else nums[0])
+                values[label].append(nums[0] / nums[1] if len(nums) == 2 else nums[0])
     return values
+
+
+def _range(values: list[float], unit: str) -> str:
+    ratio = unit == "x"
+    a, b = _fmt(min(values), ratio), _fmt(max(values), ratio)
+    shown = a if a == b else f"{a}-{b}"
+    return f"{shown}{unit}" if ratio else f"{shown} {unit}"
 
 
 def render_row(row: Row) -> str:
@@ -170,26 +176,22 @@ def render_row(row: Row) -> str:
     if not results:
         raise SystemExit(f"no results file for {row.bench} under benchmarks/results/: run "
                          f"`benchmarks/headlines.py record {row.bench}`")
-    values = figures(row, results)
-    if not values:
-        raise SystemExit(f"row '{row.what}': no line of {', '.join(r.path.name for r in results)} "
-                         f"matches {row.patterns}: the benchmark's output changed; update the pattern")
-    lo, hi = min(values), max(values)
-    ratio = row.unit == "x"
-    unit = row.unit if ratio else f" {row.unit}"
-    a, b = _fmt(lo, ratio), _fmt(hi, ratio)
-    figure = f"{a}{unit}" if a == b else f"{a}-{b}{unit}"
-    if row.note:
-        figure += f" ({row.note})"
-    outputs = ", ".join(f"[{r.header['date']}](benchmarks/results/{r.path.name})" for r in results)
-    machine = "; ".join(sorted({r.header["machine"] for r in results}))
+    parts = []
+    for label, values in figures(row, results).items():
+        if not values:
+            raise SystemExit(f"row '{row.what}' ({label or 'its figure'}): no line of "
+                             f"{', '.join(r.path.name for r in results)} matches: the "
+                             "benchmark's output changed; update the row's pattern")
+        parts.append(f"{label} {_range(values, row.unit)}".strip())
+    runs = ", ".join(f"[{r.header['date']}](benchmarks/results/{r.path.name})" for r in results)
+    loads = "; ".join(re.sub(r"^\d+ cores, load ", "", r.header["machine"]) for r in results)
     what = f"[{row.what}]({row.doc})" if row.doc else row.what
-    return (f"| {what} | {row.against} | {figure} | `{row.bench}` | {outputs} | {machine} |")
+    return f"| {what} | {row.against} | {'; '.join(parts)} | `{row.bench}` {runs} | {loads} |"
 
 
 def render() -> str:
-    head = ("| what | against | gregor (range over runs) | benchmark | output, date | machine |\n"
-            "|---|---|---|---|---|---|")
+    head = ("| what | against | gregor (range over runs) | benchmark, its output | load |\n"
+            "|---|---|---|---|---|")
     return "\n".join([BEGIN, head, *(render_row(r) for r in ROWS), END])
 
 
