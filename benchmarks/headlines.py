@@ -40,7 +40,8 @@ class Row:
     what: str                 # the comparison, as a reader asks it
     against: str              # the competitor or baseline
     bench: str                # the script under benchmarks/ that prints it
-    figures: tuple[tuple[str, str], ...]  # (label, regex capturing one number, or two: a/b)
+    figures: tuple[tuple[str, ...], ...]  # (label, regex capturing one number or two: a/b
+                                          #  [, unit of this figure when not the row's])
     unit: str = "x"           # "x": a ratio gregor / against; otherwise the unit printed
     doc: str = ""             # the docs page (and section) that explains the figure
     require: tuple[str, ...] = ()  # patterns every file must match (e.g. nothing lost)
@@ -88,6 +89,11 @@ ROWS: tuple[Row, ...] = (
     Row("failover: kill -9 of a leader to the next acks=all ack; none lost", "ZK session 6 s",
         "bench_cluster.py", (("", rf"first acks=all record acknowledged {_NUM} s"),), unit="s",
         require=(r"acknowledged records missing after: 0 of",), doc=_CLUSTER),
+    Row("compaction: produce p99 while 64 MiB passes run; the passes' rate",
+        "p99 when idle", "bench_compaction.py",
+        (("p99", rf"^\[\S+\] produce p99 .*ratio {_NUM} \(target"),
+         ("cleaning", rf"^\[\S+\] broker passes .*: {_NUM} MB/s of dirty log", "MB/s")),
+        doc="docs/compaction.md#measured"),
     Row("SASL_SSL (SCRAM, TLS 1.3) throughput", "PLAINTEXT", "bench_security.py",
         (("produce", rf"^produce .*ratio SASL_SSL/PLAINTEXT {_NUM}x"),
          ("fetch", rf"^fetch .*ratio SASL_SSL/PLAINTEXT {_NUM}x")),
@@ -151,13 +157,13 @@ def _fmt(v: float, ratio: bool = True) -> str:
 
 def figures(row: Row, results: list[Result]) -> dict[str, list[float]]:
     """{label: every value its pattern matched, over all the files}."""
-    values: dict[str, list[float]] = {label: [] for label, _ in row.figures}
+    values: dict[str, list[float]] = {f[0]: [] for f in row.figures}
     for res in results:
         for pat in row.require:
             if not re.search(pat, res.body, re.MULTILINE):
                 raise SystemExit(f"{res.path.name}: row '{row.what}' requires a line matching "
                                  f"{pat!r}, and the run printed none")
-        for label, pat in row.figures:
+        for label, pat, *_ in row.figures:
             for m in re.finditer(pat, res.body, re.MULTILINE):
                 nums = [float(g.replace(",", "")) for g in m.groups()]
                 values[label].append(nums[0] / nums[1] if len(nums) == 2 else nums[0])
@@ -177,12 +183,13 @@ def render_row(row: Row) -> str:
         raise SystemExit(f"no results file for {row.bench} under benchmarks/results/: run "
                          f"`benchmarks/headlines.py record {row.bench}`")
     parts = []
+    units = {f[0]: (f[2] if len(f) > 2 else row.unit) for f in row.figures}
     for label, values in figures(row, results).items():
         if not values:
             raise SystemExit(f"row '{row.what}' ({label or 'its figure'}): no line of "
                              f"{', '.join(r.path.name for r in results)} matches: the "
                              "benchmark's output changed; update the row's pattern")
-        parts.append(f"{label} {_range(values, row.unit)}".strip())
+        parts.append(f"{label} {_range(values, units[label])}".strip())
     runs = ", ".join(f"[{r.header['date']}](benchmarks/results/{r.path.name})" for r in results)
     loads = "; ".join(re.sub(r"^\d+ cores, load ", "", r.header["machine"]) for r in results)
     what = f"[{row.what}]({row.doc})" if row.doc else row.what
