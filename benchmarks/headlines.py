@@ -52,7 +52,7 @@ class Row:
 # numbers it captures (first / second), for benchmarks that print both sides but no ratio.
 _NUM = r"([\d.,]+)"
 _BROKER = "docs/broker.md#performance"
-_CLIENTS = "docs/clients.md#speed-and-why-it-is-shaped-this-way"
+_CLIENTS = "docs/clients.md#speed"
 _CLUSTER = "docs/cluster.md#measured-benchmarksbench_clusterpy"
 _GROUPS = "docs/groups.md#performance-issue-11"
 _TXN = "docs/transactions.md#measured"
@@ -70,7 +70,7 @@ ROWS: tuple[Row, ...] = (
          ("aiokafka", rf"{_RATIOS}.*\baiokafka {_NUM}x"),
          ("10 consumers", rf"{_RATIOS}.*\bmany {_NUM}x")), doc=_BROKER),
     Row("produce p99 at 10k msgs/s", "tansu", "bench_broker.py",
-        (("", rf"^p99 produce latency gregor vs tansu: {_NUM} vs {_NUM} ms"),
+        (("in-flight default", rf"^p99 produce latency gregor vs tansu: {_NUM} vs {_NUM} ms"),
          ("in-flight 5", rf"^p99 produce latency .*in-flight 5: {_NUM} vs {_NUM} ms")),
         doc=_BROKER),
     Row("producer client, 1M records, 1 and 6 partitions", "confluent-kafka", "bench_producer.py",
@@ -84,7 +84,7 @@ ROWS: tuple[Row, ...] = (
                    rf"^  confluent-kafka unpaced\s+{_NUM} records/s")),
         doc="docs/consumer-admin-cli.md#consumer-assign-mode"),
     Row("acks=all, RF 3, min ISR 2 on 3 brokers", "acks=1, RF 1, same cluster", "bench_cluster.py",
-        (("", rf"^  acks=all, RF 3, ISR 2 .*ratio {_NUM}x"),
+        (("same settings", rf"^  acks=all, RF 3, ISR 2 .*ratio {_NUM}x"),
          ("idempotent", rf"^  the same, idempotent .*ratio {_NUM}x")), doc=_CLUSTER),
     Row("failover: kill -9 of a leader to the next acks=all ack; none lost", "ZK session 6 s",
         "bench_cluster.py", (("", rf"first acks=all record acknowledged {_NUM} s"),), unit="s",
