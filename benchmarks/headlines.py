@@ -11,7 +11,8 @@ Each row of the table is declared below (ROWS) with the results files it reads a
 patterns that pick its figures out of the printed output; the figure shown is the range of
 every value matched in every file of that benchmark. A results file either comes from
 `record` (the header says `source: run`) or is output an earlier run printed and the repo
-recorded (its header names where; the date is the day that output was recorded). The
+recorded (its header names where; the date is the day that output was recorded; the table marks
+it "quoted"). The
 figures are never typed by hand: to change a number, run the benchmark and record it.
 tests/test_readme_headlines.py checks that README.md holds what this renders.
 """
@@ -98,6 +99,15 @@ ROWS: tuple[Row, ...] = (
         (("produce", rf"^produce .*ratio SASL_SSL/PLAINTEXT {_NUM}x"),
          ("fetch", rf"^fetch .*ratio SASL_SSL/PLAINTEXT {_NUM}x")),
         doc="docs/security.md#performance"),
+    Row("ACL authorizer on, 1,000 ACLs: handler requests/s in process", "authorizer off",
+        "bench_authorizer.py",
+        (("Produce", rf"^Produce handler in process: .*ratio of requests/s on/off {_NUM}\)"),
+         ("Fetch", rf"^Fetch handler in process: .*ratio of requests/s on/off {_NUM}\)")),
+        doc="docs/acls.md#measured"),
+    Row("quotas: a light client's p99 beside 2 flat-out producers", "its p99 alone",
+        "bench_quotas.py", (("both quota'd", rf"^   both quota'd .*p99/idle\s+{_NUM}x"),
+                            ("quotas off", rf"^   quotas off .*p99/idle\s+{_NUM}x")),
+        doc="docs/quotas.md#cost"),
     Row("a group of 10 forming (time); OffsetCommits/s, each fsynced", "tansu (in memory)",
         "bench_groups.py", (("forming", rf"^ratios gregor/tansu: formed {_NUM}x"),
                             ("sync", rf"^ratios gregor/tansu: .*commits/s sync {_NUM}x"),
@@ -190,7 +200,8 @@ def render_row(row: Row) -> str:
                              f"{', '.join(r.path.name for r in results)} matches: the "
                              "benchmark's output changed; update the row's pattern")
         parts.append(f"{label} {_range(values, units[label])}".strip())
-    runs = ", ".join(f"[{r.header['date']}](benchmarks/results/{r.path.name})" for r in results)
+    runs = ", ".join(f"[{r.header['date']}{'' if r.header['source'].startswith('run') else ', quoted'}]"
+                     f"(benchmarks/results/{r.path.name})" for r in results)
     loads = "; ".join(re.sub(r"^\d+ cores, load ", "", r.header["machine"]) for r in results)
     what = f"[{row.what}]({row.doc})" if row.doc else row.what
     return f"| {what} | {row.against} | {'; '.join(parts)} | `{row.bench}` {runs} | {loads} |"
