@@ -116,6 +116,11 @@ ROWS: tuple[Row, ...] = (
         "idempotent; read_uncommitted", "bench_transactions.py",
         (("produce", rf"^  gregor send\(\)\s+idempotent .*ratio {_NUM}x"),
          ("read", rf"^  gregor Arrow .*ratio {_NUM}x")), doc=_TXN),
+    Row("console: message search; lag sampling every 5 s", "`gregor consume \\| grep`; no console",
+        "bench_console.py", (("search", rf"^  run \d+: console .*ratio {_NUM}x"),
+                             ("sampling: broker CPU", rf"every 5 s [\d.]+% \(\+{_NUM}\)",
+                              "% of a core more")),
+        doc="docs/console.md#measured"),
     Row("Spark sink (lz4) and source", "Parquet write and read", "bench_spark.py",
         (("write", rf"^write ratio gregor/Parquet: {_NUM}x"),
          ("read", rf"^read  ratio gregor/Parquet: {_NUM}x")), doc="docs/spark.md#performance"),
@@ -160,7 +165,7 @@ def results_for(row: Row) -> list[Result]:
 def _fmt(v: float, ratio: bool = True) -> str:
     if v >= 100:
         return f"{v:,.0f}"
-    if v >= 10 or not ratio:
+    if v >= 10 or (v >= 1 and not ratio):
         return f"{v:.1f}"
     return f"{v:.2f}"
 
