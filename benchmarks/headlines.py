@@ -158,7 +158,7 @@ def read_result(path: Path) -> Result:
 
 def results_for(row: Row) -> list[Result]:
     stem = row.bench.removesuffix(".py")
-    paths = sorted(RESULTS.glob(f"{stem}-*.txt"))
+    paths = sorted(RESULTS.glob(f"{stem}-*.txt"), key=lambda p: p.name.removesuffix(".txt"))
     return [read_result(p) for p in paths]
 
 
