@@ -93,7 +93,10 @@ ROWS: tuple[Row, ...] = (
     Row("compaction: produce p99 while 64 MiB passes run; the passes' rate",
         "p99 when idle", "bench_compaction.py",
         (("p99", rf"^\[unlimited\] produce p99 .*ratio {_NUM} \(target"),
-         ("cleaning", rf"^\[unlimited\] broker passes .*: {_NUM} MB/s of dirty log", "MB/s")),
+         ("cleaning", rf"^\[unlimited\] broker passes .*: {_NUM} MB/s of dirty log", "MB/s"),
+         ("at io.max 120e6: p99", rf"^\[120 MB/s\] produce p99 .*ratio {_NUM} \(target"),
+         ("cleaning at 120e6", rf"^\[120 MB/s\] broker passes .*: {_NUM} MB/s of dirty log",
+          "MB/s")),
         doc="docs/compaction.md#measured"),
     Row("SASL_SSL (SCRAM, TLS 1.3) throughput", "PLAINTEXT", "bench_security.py",
         (("produce", rf"^produce .*ratio SASL_SSL/PLAINTEXT {_NUM}x"),
@@ -163,7 +166,7 @@ def results_for(row: Row) -> list[Result]:
 
 
 def _fmt(v: float, ratio: bool = True) -> str:
-    if v >= 100:
+    if v >= 100 or (v >= 10 and not ratio):
         return f"{v:,.0f}"
     if v >= 10 or (v >= 1 and not ratio):
         return f"{v:.1f}"
