@@ -208,15 +208,20 @@ def render_row(row: Row) -> str:
                              f"{', '.join(r.path.name for r in results)} matches: the "
                              "benchmark's output changed; update the row's pattern")
         parts.append(f"{label} {_range(values, units[label])}".strip())
-    runs = ", ".join(f"[{r.header['date']}{'' if r.header['source'].startswith('run') else ', quoted'}]"
-                     f"(benchmarks/results/{r.path.name})" for r in results)
+    runs = []          # "date: [1](file), [2](file)"; output quoted from the repo says so
+    for date in dict.fromkeys(r.header["date"] for r in results):
+        links = [f"[{'quoted' if not r.header['source'].startswith('run') else n}]"
+                 f"(benchmarks/results/{r.path.name})"
+                 for n, r in enumerate((r for r in results if r.header["date"] == date), 1)]
+        runs.append(f"{date}: {', '.join(links)}")
+    runs = "; ".join(runs)
     loads = "; ".join(re.sub(r"^\d+ cores, load ", "", r.header["machine"]) for r in results)
     what = f"[{row.what}]({row.doc})" if row.doc else row.what
-    return f"| {what} | {row.against} | {'; '.join(parts)} | `{row.bench}` {runs} | {loads} |"
+    return f"| {what} | {row.against} | {'; '.join(parts)} | `{row.bench}`, {runs} | {loads} |"
 
 
 def render() -> str:
-    head = ("| what | against | gregor (range over runs) | benchmark, its output | load |\n"
+    head = ("| what | against | gregor (range over runs) | benchmark, date: runs | load |\n"
             "|---|---|---|---|---|")
     return "\n".join([BEGIN, head, *(render_row(r) for r in ROWS), END])
 
