@@ -7,14 +7,13 @@
     .venv/bin/python benchmarks/headlines.py            rewrite the table in README.md
     .venv/bin/python benchmarks/headlines.py --check    exit 1 when README.md's table differs
 
-Each row of the table is declared below (ROWS) with the results files it reads and the
-patterns that pick its figures out of the printed output; the figure shown is the range of
-every value matched in every file of that benchmark. A results file either comes from
-`record` (the header says `source: run`) or is output an earlier run printed and the repo
-recorded (its header names where; the date is the day that output was recorded; the table marks
-it "quoted"). The
-figures are never typed by hand: to change a number, run the benchmark and record it.
-tests/test_readme_headlines.py checks that README.md holds what this renders.
+Each row of the table is declared below (ROWS): the benchmark whose saved runs it reads, and
+labelled patterns that pick its figures out of the printed output; a figure shown is the range
+of every value its pattern matched in every run of that benchmark. A results file either comes
+from `record` (its header says `source: run`) or is output an earlier run printed that the
+repository recorded verbatim (its header names where and the commit; the table marks it
+"quoted"). Figures are never typed by hand: to change a number, run the benchmark and record
+it. tests/test_readme_headlines.py checks that README.md holds what this renders.
 """
 from __future__ import annotations
 
