@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 

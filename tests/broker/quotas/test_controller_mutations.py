@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 
 from gregor.broker.quotas.service import QuotaService
 from gregor.broker.security.principal import ANONYMOUS
