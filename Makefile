@@ -21,7 +21,8 @@ test: $(STAMP)
 	@.ci/install-system-packages
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	GREGOR_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/client/producer \
-		tests/protocol/records
+		tests/protocol/records tests/client/test_consumer_arrow.py \
+		tests/client/test_consumer_arrow_decode.py
 
 # The Spark tests on the PySpark floor of pyproject.toml (a venv of its own) and on .venv's.
 test-spark-versions: $(STAMP)
