@@ -76,11 +76,14 @@ class ZkCredentialStore:
         self._watching = False
 
     @classmethod
-    def connect(cls, connect: str, timeout: float = 15.0) -> "ZkCredentialStore":
-        """A store with its own ZooKeeper session (`gregor users --zookeeper`)."""
+    def connect(cls, connect: str, timeout: float = 15.0,
+                security=None) -> "ZkCredentialStore":
+        """A store with its own ZooKeeper session (`gregor users --zookeeper`), logged in
+        and creating znodes with ACLs as `security` (zk_security.ZkSecurity) says."""
         from ..cluster.metadata_store import split_connect
+        from ..cluster.zk_security import NONE
         hosts, chroot = split_connect(connect)
-        client = KazooClient(hosts=hosts)
+        client = (security or NONE).client(hosts)
         try:
             client.start(timeout)
         except Exception as e:
