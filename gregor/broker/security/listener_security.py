@@ -79,6 +79,9 @@ class BrokerSecurity:
         # the client side of the inter-broker listener, checked here so a mistake stops the
         # broker at start (the cluster member builds its own from the same settings)
         self.inter_broker = inter_broker_security(config, listener_config)
+        if config.get("zookeeper.connect"):
+            from ..cluster.zk_security import zk_security
+            zk_security(config)                  # the ZooKeeper login, checked the same way
 
     def _build(self, config, name: str, protocol: str) -> ListenerSecurity:
         sec = ListenerSecurity(name, protocol)

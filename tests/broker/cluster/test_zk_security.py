@@ -161,3 +161,34 @@ def test_without_set_acl_znodes_stay_open(zk_connect):
     finally:
         anon.stop()
         anon.close()
+
+
+def test_gregor_users_needs_the_brokers_login_on_a_protected_cluster(zk_connect, tmp_path):
+    """`gregor users --zookeeper` on znodes created with zookeeper.set.acl: refused with what
+    to give, then done with --zk-config (the brokers' properties file)."""
+    from click.testing import CliRunner
+
+    from gregor.cli.main import cli
+    jaas = tmp_path / "zk-jaas.conf"
+    jaas.write_text("Client { " + JAAS.format("gregor", "zk-secret") + " };\n")
+    props = tmp_path / "server.properties"
+    props.write_text(f"zookeeper.set.acl=true\ngregor.zookeeper.jaas.file={jaas}\n")
+    pw = tmp_path / "pw"
+    pw.write_text("bob-secret\n")
+    ZkCredentialStore.connect(zk_connect, security=SECURE).close()   # the brokers' chroot
+
+    def users(*args):
+        return CliRunner().invoke(cli, ["users", *args, "--zookeeper", zk_connect])
+    refused_ = users("add", "bob", "--password-file", str(pw))
+    assert refused_.exit_code != 0 and "--zk-config" in refused_.output, refused_.output
+    done = users("add", "bob", "--password-file", str(pw), "--zk-config", str(props))
+    assert done.exit_code == 0, done.output
+    listed = users("list", "--zk-config", str(props))
+    assert "user-principal 'bob'" in listed.output
+    broker = client(zk_connect, ("gregor", "zk-secret"))
+    try:
+        acl, _ = broker.get_acls("/config/users/bob")
+        assert [a.id.scheme for a in acl] == ["digest"]
+    finally:
+        broker.stop()
+        broker.close()

@@ -1,0 +1,236 @@
+"""A secured three-broker cluster, as `gregor cluster --secure` runs one (SASL_SSL everywhere,
+SCRAM-SHA-512 between brokers, ACLs, ZooKeeper ACLs), under real clients and faults: it
+replicates acks=all with confluent-kafka over SASL_SSL, a kill -9 of a leader loses nothing
+acknowledged, credentials are the same on every broker after a controller failover and a
+change reaches every broker, and nobody without the brokers' ZooKeeper login can change
+the cluster's znodes.
+
+One cluster for the module (tests leave every broker running when they end)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from gregor.testing.checkers import ReplicationChecker
+from tests.support.secure_cluster import SecureCluster
+
+pytestmark = pytest.mark.timeout(300)
+TOPIC = "events"
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper_server, tmp_path_factory):
+    c = SecureCluster(tmp_path_factory.mktemp("secure-cluster"), zookeeper_server.hosts,
+                      plaintext_listener=True).start()
+    try:
+        new_topic(c, TOPIC)
+        yield c
+    finally:
+        c.stop()
+
+
+def new_topic(c, name: str, partitions: int = 3) -> str:
+    """RF 3, min.insync.replicas 2, created by the admin user; returns once every ISR is full."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient(c.client_config())
+    admin.create_topics([NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})]
+                        )[name].result(60)
+    c.wait_for(lambda: all(full_isr(c, p, name) for p in range(partitions)),
+               what=f"full ISRs of {name}")
+    return name
+
+
+def state(c, topic: str, p: int) -> dict:
+    try:
+        return c.json(f"/brokers/topics/{topic}/partitions/{p}/state") or {"isr": [], "leader": -1}
+    except Exception:
+        return {"isr": [], "leader": -1}
+
+
+def full_isr(c, p: int, topic: str = TOPIC) -> bool:
+    return len(state(c, topic, p)["isr"]) == len(c.brokers)
+
+
+class Load:
+    """An idempotent acks=all confluent-kafka producer over SASL_SSL in a thread; every
+    acknowledgement goes to the checker."""
+
+    def __init__(self, c, topic: str, checker: ReplicationChecker):
+        from confluent_kafka import Producer
+        self.topic, self.checker = topic, checker
+        self.producer = Producer(c.client_config(
+            enable_idempotence=True, acks="all", linger_ms=2, message_timeout_ms=120000,
+            request_timeout_ms=5000, socket_timeout_ms=10000,
+            topic_metadata_refresh_interval_ms=1000))
+        self.errors: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _done(self, err, msg):
+        if err is None:
+            self.checker.acknowledged(msg.value(), msg.partition(), msg.offset())
+        else:
+            self.errors.append(str(err))
+
+    def send(self, n: int) -> None:
+        for _ in range(n):
+            key = f"k{self.sent % 8}".encode()
+            value = key + b":" + str(self.sent).encode()
+            self.checker.sent_record(value)
+            while True:
+                try:
+                    self.producer.produce(self.topic, value, key, on_delivery=self._done)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+            self.producer.poll(0)
+            self.sent += 1
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.send(50)
+            time.sleep(0.005)
+
+    def start(self) -> "Load":
+        self._thread.start()
+        return self
+
+    def finish(self, timeout: float = 90) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(30)
+        assert self.producer.flush(timeout) == 0, "records still unacknowledged"
+        assert not self.errors, self.errors[:3]
+
+
+def consume_all(c, topic: str, partitions: int, checker: ReplicationChecker) -> dict:
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer(c.client_config(group_id="checker", enable_auto_commit=False,
+                                        topic_metadata_refresh_interval_ms=1000))
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        pos = {p: 0 for p in range(partitions)}
+        deadline = time.monotonic() + 120
+        while any(pos[p] < ends[p] for p in pos) and time.monotonic() < deadline:
+            for m in consumer.consume(1000, 1.0):
+                if not m.error():
+                    checker.consumed(m.partition(), m.offset(), m.key(), m.value())
+                    pos[m.partition()] = m.offset() + 1
+        return ends
+    finally:
+        consumer.close()
+
+
+def add_user(c, user: str, password: str, via=None) -> None:
+    """AlterUserScramCredentials through one broker (confluent-kafka's admin client)."""
+    from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+    cfg = c.client_config()
+    if via is not None:
+        cfg["bootstrap.servers"] = c.address(via)
+    admin = AdminClient(cfg)
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    for f in admin.alter_user_scram_credentials(
+            [UserScramCredentialUpsertion(user, info, password.encode())]).values():
+        f.result(30)
+
+
+def test_acks_all_replicates_over_sasl_ssl(cluster):
+    c = cluster
+    checker = ReplicationChecker()
+    load = Load(c, TOPIC, checker)
+    load.send(3000)
+    load.finish()
+    assert len(checker.acked) == 3000
+    ends = consume_all(c, TOPIC, 3, checker)
+    assert sum(ends.values()) >= 3000
+    assert checker.problems() == [], checker.summary()
+    c.wait_for(lambda: all(full_isr(c, p) for p in range(3)), what="full ISRs")
+    # the brokers reached each other only over SASL_SSL (the INSECURE listener is not the
+    # inter-broker one) and never failed to log in to one another
+    for b in c.brokers:
+        assert "refused this broker's SASL" not in b.output()
+        assert "TLS handshake with broker" not in b.output()
+
+
+def test_a_leader_killed_under_load_loses_nothing_acknowledged(cluster):
+    c = cluster
+    topic = new_topic(c, "killed-leader", 1)
+    checker = ReplicationChecker()
+    load = Load(c, topic, checker).start()
+    c.wait_for(lambda: len(checker.acked) >= 1500, what="1500 acknowledged records")
+    old = state(c, topic, 0)["leader"]
+    c.by_id(old).kill()
+    c.wait_for(lambda: state(c, topic, 0)["leader"] not in (old, -1), what="a new leader")
+    at_failover = len(checker.acked)
+    c.wait_for(lambda: len(checker.acked) >= at_failover + 1500, timeout=60,
+               what="1500 more acknowledged records without the old leader")
+    c.by_id(old).start()       # back as a follower over SASL_SSL: truncates, catches up
+    c.wait_for(lambda: full_isr(c, 0, topic) and all(full_isr(c, p) for p in range(3)),
+               what="the restarted broker back in every ISR")
+    load.finish()
+    consume_all(c, topic, 1, checker)
+    assert checker.problems() == [], checker.summary()
+
+
+def test_credentials_reach_every_broker_and_survive_a_controller_failover(cluster):
+    """A user created through one broker can log in on every broker (each follows
+    /config/changes); after kill -9 of the controller a new controller is elected, a user
+    created meanwhile reaches the survivors, and the old controller, restarted, knows both
+    users; a removed user is refused everywhere."""
+    c = cluster
+    add_user(c, "carol", "carol-secret", via=c.brokers[0])
+    c.wait_for(lambda: all(c.can_login(b, "carol", "carol-secret") for b in c.brokers),
+               what="carol's credential on every broker")
+    assert not any(c.can_login(b, "carol", "wrong") for b in c.brokers)
+    ctrl = c.controller_id()
+    c.by_id(ctrl).kill()
+    c.wait_for(lambda: c.controller_id() not in (-1, ctrl), what="a new controller")
+    survivors = [b for b in c.brokers if b.broker_id != ctrl]
+    add_user(c, "dave", "dave-secret", via=survivors[0])
+    c.wait_for(lambda: all(c.can_login(b, "dave", "dave-secret") for b in survivors),
+               what="dave's credential on the survivors")
+    c.by_id(ctrl).start()
+    c.wait_for(lambda: all(full_isr(c, p) for p in range(3)), what="full ISRs again")
+    for b in c.brokers:
+        assert c.can_login(b, "carol", "carol-secret") and c.can_login(b, "dave", "dave-secret")
+    from confluent_kafka.admin import (AdminClient, ScramMechanism,
+                                       UserScramCredentialDeletion)
+    admin = AdminClient(c.client_config())
+    for f in admin.alter_user_scram_credentials(
+            [UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_512)]).values():
+        f.result(30)
+    c.wait_for(lambda: not any(c.can_login(b, "dave", "dave-secret") for b in c.brokers),
+               what="dave refused by every broker")
+
+
+def test_without_the_brokers_zookeeper_login_nothing_can_be_changed(cluster):
+    c = cluster
+    hosts, _, chroot = c.connect.partition("/")
+    anon = KazooClient(hosts=f"{hosts}/{chroot}")
+    anon.start(10)
+    try:
+        state_path = f"/brokers/topics/{TOPIC}/partitions/0/state"
+        before = anon.get(state_path)[0]
+        for attempt in (lambda: anon.set(state_path, b'{"leader":-1}'),
+                        lambda: anon.delete("/controller"),
+                        lambda: anon.set("/controller_epoch", b"1000"),
+                        lambda: anon.delete(f"/brokers/ids/{c.brokers[0].broker_id}"),
+                        lambda: anon.create("/admin/delete_topics/" + TOPIC, b""),
+                        lambda: anon.create("/config/changes/config_change_", b"{}",
+                                            sequence=True),
+                        lambda: anon.get("/config/users/admin"),
+                        lambda: anon.set(f"/config/topics/{TOPIC}", b'{"config":{}}')):
+            with pytest.raises(NoAuthError):
+                attempt()
+        assert anon.get(state_path)[0] == before
+    finally:
+        anon.stop()
+        anon.close()
