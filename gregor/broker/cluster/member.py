@@ -165,7 +165,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         endpoints = tuple(f"{name}://{host}:{port}" for name, (host, port)
                           in b.endpoints.items())
         info = z.BrokerInfo(self.broker_id, b.advertised_host, b.advertised_port,
-                            b.config.get("broker.rack"), int(time.time() * 1000), endpoints)
+                            b.config.get("broker.rack"), int(time.time() * 1000), endpoints,
+                            tuple((name, b.listeners.protocol(name)) for name in b.endpoints))
         session = self.session.session_id
         try:
             self.broker_epoch = await self.store.register_broker(info)
