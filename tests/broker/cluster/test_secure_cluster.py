@@ -234,3 +234,161 @@ def test_without_the_brokers_zookeeper_login_nothing_can_be_changed(cluster):
     finally:
         anon.stop()
         anon.close()
+
+
+# -- the inter-broker APIs are the brokers' alone (CLUSTER_ACTION) ------------------------------
+
+def forged_requests(c, topic: str) -> list[tuple[object, str, int, dict]]:
+    """(broker, api, version, body) of requests only a broker may send, each built with the
+    right epochs (read from ZooKeeper, which anyone may read), so only authorization stops
+    them: leadership moved to a follower or taken from the leader, the replica deleted, the
+    follower's view of the cluster emptied, a follower's fetch claiming to have caught up
+    (which would advance the high watermark), the ISR shrunk, the leader's leaderships handed
+    away, an abort marker injected."""
+    st = c.zk.get(f"/brokers/topics/{topic}/partitions/0/state")
+    s, version = __import__("json").loads(st[0]), st[1].version
+    ctrl, epoch = c.controller_id(), c.controller_epoch()
+    leader = c.by_id(s["leader"])
+    follower = next(b for b in c.brokers if b.broker_id != s["leader"])
+    controller = c.by_id(ctrl)
+
+    def broker_epoch(b):
+        return c.zk.get(f"/brokers/ids/{b.broker_id}")[1].czxid
+
+    def leader_and_isr(b, new_leader):
+        return {"controller_id": ctrl, "is_kraft_controller": False, "controller_epoch": epoch,
+                "broker_epoch": broker_epoch(b), "type": 0, "live_leaders": [],
+                "topic_states": [{"topic_name": topic, "topic_id": bytes(16),
+                                  "partition_states": [{
+                                      "partition_index": 0, "controller_epoch": epoch,
+                                      "leader": new_leader, "leader_epoch": s["leader_epoch"] + 50,
+                                      "isr": [new_leader], "partition_epoch": version + 50,
+                                      "replicas": [b.broker_id for b in c.brokers],
+                                      "adding_replicas": [], "removing_replicas": [],
+                                      "is_new": False, "leader_recovery_state": 0}]}]}
+    return [
+        (follower, "LeaderAndIsr", 7, leader_and_isr(follower, follower.broker_id)),
+        (leader, "LeaderAndIsr", 7, leader_and_isr(leader, follower.broker_id)),
+        (leader, "StopReplica", 3, {
+            "controller_id": ctrl, "controller_epoch": epoch, "broker_epoch": broker_epoch(leader),
+            "topic_states": [{"topic_name": topic, "partition_states": [
+                {"partition_index": 0, "leader_epoch": -1, "delete_partition": True}]}]}),
+        (follower, "UpdateMetadata", 8, {
+            "controller_id": ctrl, "is_kraft_controller": False, "type": 0,
+            "controller_epoch": epoch, "broker_epoch": broker_epoch(follower),
+            "topic_states": [], "live_brokers": []}),
+        (leader, "Fetch", 11, {
+            "replica_id": follower.broker_id, "max_wait_ms": 0, "min_bytes": 0,
+            "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [{
+                "partition": 0, "current_leader_epoch": s["leader_epoch"],
+                "fetch_offset": 10 ** 9, "log_start_offset": 0, "partition_max_bytes": 1 << 20,
+                "last_fetched_epoch": -1}]}],
+            "forgotten_topics_data": [], "rack_id": ""}),
+        (controller, "AlterPartition", 1, {
+            "broker_id": s["leader"], "broker_epoch": broker_epoch(leader), "topics": [{
+                "topic_name": topic, "partitions": [{
+                    "partition_index": 0, "leader_epoch": s["leader_epoch"],
+                    "new_isr": [s["leader"]], "leader_recovery_state": 0,
+                    "partition_epoch": version}]}]}),
+        (controller, "ControlledShutdown", 3, {"broker_id": s["leader"],
+                                               "broker_epoch": broker_epoch(leader)}),
+        (leader, "WriteTxnMarkers", 1, {"markers": [{
+            "producer_id": 1, "producer_epoch": 0, "transaction_result": False,
+            "coordinator_epoch": 0, "topics": [{"name": topic, "partition_indexes": [0]}]}]}),
+    ]
+
+
+def error_codes(body) -> set[int]:
+    """Every error code anywhere in an answer."""
+    out = set()
+    if isinstance(body, dict):
+        for k, v in body.items():
+            if k == "error_code":
+                out.add(v)
+            else:
+                out |= error_codes(v)
+    elif isinstance(body, list):
+        for v in body:
+            out |= error_codes(v)
+    return out
+
+
+def unchanged(c, topic: str, before: dict, records: int) -> None:
+    """The partition is led as before on every broker's word, and its records are all there."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    assert {k: v for k, v in state(c, topic, 0).items() if k != "controller_epoch"} == before
+    for b in c.brokers:
+        md = AdminClient({**c.client_config(), "bootstrap.servers": c.address(b)}).list_topics(
+            topic, timeout=20).topics[topic].partitions[0]
+        assert (md.leader, sorted(md.isrs)) == (before["leader"], sorted(before["isr"]))
+    consumer = Consumer(c.client_config(group_id="after-attack", enable_auto_commit=False))
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=20)
+        assert (low, high) == (0, records)
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(scope="module")
+def attacked(cluster):
+    """A partition with records, and mallory: a user who logs in but is no super user."""
+    from confluent_kafka import Producer
+    c = cluster
+    topic = new_topic(c, "attacked", 1)
+    p = Producer(c.client_config(acks="all"))
+    for i in range(100):
+        p.produce(topic, b"r%d" % i)
+    assert p.flush(30) == 0
+    add_user(c, "mallory", "mallory-secret")
+    c.wait_for(lambda: all(c.can_login(b, "mallory", "mallory-secret") for b in c.brokers),
+               what="mallory on every broker")
+    before = {k: v for k, v in state(c, topic, 0).items() if k != "controller_epoch"}
+    return topic, before, 100
+
+
+def test_an_authenticated_user_who_is_no_broker_cannot_send_the_inter_broker_apis(
+        cluster, attacked):
+    """mallory logged in over SASL_SSL knows every epoch; each request is answered with
+    CLUSTER_AUTHORIZATION_FAILED (a follower's fetch: TOPIC_AUTHORIZATION_FAILED, no
+    records), and nothing changes."""
+    c = cluster
+    topic, before, records = attacked
+    for b, api, version, body in forged_requests(c, topic):
+        conn = c.login(b, "mallory", "mallory-secret")
+        assert conn is not None
+        try:
+            answer = conn.request(api, version, body)
+        finally:
+            conn.close()
+        codes = error_codes(answer) - {0}
+        expected = 29 if api == "Fetch" else 31
+        assert codes == {expected}, (api, answer)
+        if api == "Fetch":
+            assert not any(p["records"] for t in answer["responses"] for p in t["partitions"])
+    unchanged(c, topic, before, records)
+
+
+def test_unauthenticated_connections_cannot_send_the_inter_broker_apis(cluster, attacked):
+    """On the SASL_SSL listener a connection that skips the login is closed at its first
+    such request, unanswered; on a PLAINTEXT listener (User:ANONYMOUS) each is refused with
+    the authorization error. Nothing changes either way."""
+    c = cluster
+    topic, before, records = attacked
+    for b, api, version, body in forged_requests(c, topic):
+        conn = c.wire(b)
+        try:
+            conn.send(api, version, body)
+            assert conn.is_closed(), api
+        finally:
+            conn.close()
+        with c.wire(b, "INSECURE") as conn:
+            answer = conn.request(api, version, body)
+        assert error_codes(answer) - {0} == {29 if api == "Fetch" else 31}, (api, answer)
+    unchanged(c, topic, before, records)
+    # the brokers themselves still replicate and answer acks=all
+    from confluent_kafka import Producer
+    p = Producer(c.client_config(acks="all"))
+    p.produce(topic, b"after")
+    assert p.flush(30) == 0
