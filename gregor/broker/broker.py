@@ -30,6 +30,7 @@ from .metrics import BrokerMetrics
 from .partition import Partition, log_config_for
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .security import enable as acl_setup
 from .security.setup import build_security
 from .server import Server
 from .topics import TopicInfo, TopicStore, ensure_meta, topic_name_error
@@ -103,6 +104,8 @@ class Broker:
         self.security = None             # TLS / SASL per listener, SCRAM credentials
         # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
         self.clock = None
+        self.authorizer = None           # ACL decisions, None: no authorizer (security/enable.py)
+        self.acl_service = None
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -135,6 +138,7 @@ class Broker:
         self.txn.load_existing()
         from .group.service import GroupService
         self.groups = GroupService(self)
+        acl_setup.open_authorizer(self)
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int]:
         """Where this broker is reached on a listener (the first one when None or unknown)."""
@@ -151,6 +155,7 @@ class Broker:
                 await self.cluster.store.close()
                 raise
         self.open()
+        await acl_setup.start_authorizer(self)
         self.handlers = apis.build_handlers(self)
         self.api_version_table = apis.version_table(self.handlers)
         self.security = build_security(self)
@@ -213,6 +218,7 @@ class Broker:
         log.info("shutting down: no new requests; finishing in-flight ones")
         if self.server is not None:
             self.server.stop_accepting()
+        await acl_setup.stop_authorizer(self)
         if self.cluster is not None:
             try:
                 await self.cluster.close()

@@ -126,6 +126,16 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "How often transactions older than their timeout are looked for and aborted."),
     _s("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
        "How often expired transactional ids are removed."),
+    # Authorization (gregor/broker/security/authorizer.py, docs/acls.md).
+    _s("authorizer.class.name", "string", "",
+       "Authorizer of requests: kafka.security.authorizer.AclAuthorizer, "
+       "org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
+       "gregor.broker.security.authorizer.AclAuthorizer (all the same ACL authorizer); "
+       "empty: no authorizer, every request is allowed."),
+    _s("super.users", "string", None,
+       "Principals allowed everything, semicolon-separated: User:admin;User:broker."),
+    _s("allow.everyone.if.no.acl.found", "bool", False,
+       "With an authorizer: allow an operation on a resource no ACL applies to."),
     _s("request.timeout.ms", "int", 30000,
        "How long coordinators wait for their own writes (internal topics, markers) to commit."),
     _s("num.network.threads", "int", 3, "Accepted for compatibility; gregor uses one loop."),

@@ -38,6 +38,7 @@ def command(listen, data_dir, broker_id, config_file, sets, metrics_port, log_le
     """Run a Kafka-compatible broker."""
     from ..broker.config import BrokerConfig, ConfigError
     from ..broker.listeners import ListenerConfig, with_first_listener_at
+    from ..broker.security.enable import check_authorizer_config
     from ..broker.security.listener_security import BrokerSecurity
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
@@ -53,6 +54,7 @@ def command(listen, data_dir, broker_id, config_file, sets, metrics_port, log_le
             config.set("listeners", with_first_listener_at(config.get("listeners"), listen))
         listeners = ListenerConfig.from_config(config)
         BrokerSecurity(config, listeners, credentials=None)     # TLS / SASL settings
+        check_authorizer_config(config)                         # ACLs
         config.data_dir  # noqa: B018 - validates log.dirs
     except (ConfigError, OSError) as e:
         raise click.UsageError(str(e)) from None

@@ -6,8 +6,8 @@ import importlib
 
 import click
 
-SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "produce", "consume", "perf", "demo",
-               "console", "users"]
+SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "acls", "users",
+               "produce", "consume", "perf", "demo", "console"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

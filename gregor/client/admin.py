@@ -15,6 +15,7 @@ from typing import Iterable, Mapping
 from ..protocol.errors import ErrorCode, KafkaError, error_for_code
 from .config import COMMON_OPTIONS, Option, check_common, parse_config
 from .consumer.offsets import EARLIEST, LATEST, MAX_TIMESTAMP, OffsetAndTimestamp, list_offsets
+from .admin_acls import AclAdminMethods
 from .admin_groups import GroupAdminMethods
 from .admin_users import (ScramCredentialInfo, UserScramAdminMethods,
                           UserScramCredentialDeletion, UserScramCredentialUpsertion)
@@ -120,7 +121,8 @@ def _error(code: int, what: str, broker_message: str | None = None) -> KafkaErro
     return error_for_code(code, text)
 
 
-class AdminClient(GroupAdminMethods, TransactionAdminMethods, UserScramAdminMethods):
+class AdminClient(GroupAdminMethods, TransactionAdminMethods, AclAdminMethods,
+                  UserScramAdminMethods):
     def __init__(self, config: dict | None = None, *, network=None, **kwargs):
         cfg = parse_config(ADMIN_OPTIONS, config, kwargs, what="admin", ignore_unknown=True)
         check_common(cfg)

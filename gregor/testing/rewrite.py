@@ -288,6 +288,8 @@ _MIRRORS = {
     33: _each("resources", "responses", "", ("resource_type", "resource_name")),
     65: _each("transactional_ids", "transaction_states", "transactional_id"),
     69: _each("group_ids", "groups", "group_id"),
+    30: _each("creations", "results", "", ()),          # CreateAcls: one result per binding
+    31: _each("filters", "filter_results", "", ()),     # DeleteAcls: one result per filter
     51: _scram_users,
 }
 

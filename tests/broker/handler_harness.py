@@ -29,12 +29,23 @@ def run_broker(data_dir, scenario, **settings):
     return asyncio.run(main())
 
 
-async def call(broker, api_name: str, version: int, body: dict):
+class As:
+    """Who an in-process request comes from (without it: the broker itself, BROKER_SELF):
+    call(broker, ..., who=As(KafkaPrincipal("User", "alice"), "10.0.0.1"))."""
+
+    def __init__(self, principal, client_host: str = "127.0.0.1", listener: str = "PLAINTEXT"):
+        self.principal = principal
+        self.client_host = client_host
+        self.listener = listener
+        self.peer = f"{client_host}:50000"
+
+
+async def call(broker, api_name: str, version: int, body: dict, who: As | None = None):
     """Encode body at version, decode it as the server would, run the handler, await a delayed
     result, and check the response encodes. Returns the response dict (or the sentinel)."""
     api = messages.api(api_name)
     request = _as_the_server_decodes(api, version, body)
-    ctx = RequestContext(None, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
+    ctx = RequestContext(who, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
     result = broker.handlers[api.key].handle(ctx, request)
     if isinstance(result, asyncio.Future):
         result = await result
@@ -44,11 +55,11 @@ async def call(broker, api_name: str, version: int, body: dict):
     return result
 
 
-def start_call(broker, api_name: str, version: int, body: dict):
+def start_call(broker, api_name: str, version: int, body: dict, who: As | None = None):
     """Like call() but returns the handler's raw result (a Future when it waits)."""
     api = messages.api(api_name)
     request = _as_the_server_decodes(api, version, body)
-    ctx = RequestContext(None, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
+    ctx = RequestContext(who, api, RequestHeader(api.key, version, 1, "test"), time.perf_counter())
     return broker.handlers[api.key].handle(ctx, request)
 
 

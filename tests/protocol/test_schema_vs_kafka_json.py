@@ -141,7 +141,8 @@ def test_every_api_of_the_issue_is_defined():
               "DeleteTopics", "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch",
               "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
               "DescribeConfigs", "AlterConfigs", "SaslAuthenticate", "CreatePartitions",
-              "DescribeCluster", "DescribeUserScramCredentials", "AlterUserScramCredentials"}
+              "DescribeCluster", "DescribeAcls", "CreateAcls", "DeleteAcls",
+              "DescribeUserScramCredentials", "AlterUserScramCredentials"}
     assert wanted <= set(messages.BY_NAME)
 
 

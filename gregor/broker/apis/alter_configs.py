@@ -8,6 +8,7 @@ its replicas when the change reaches its view; the answer waits for the broker's
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ..security.checks import config_resource_denied
 from ._txn_common import respond_later
 
 API_KEY = 33
@@ -16,13 +17,19 @@ TOPIC, BROKER = 2, 4
 
 
 def handle(broker, ctx, request):
+    denied = {i: config_resource_denied(broker, ctx, res["resource_type"],
+                                        res["resource_name"], alter=True)
+              for i, res in enumerate(request["resources"])}
     if broker.cluster is not None:
-        return _in_cluster(broker, request)
+        return _in_cluster(broker, request, denied)
     results = []
-    for res in request["resources"]:
+    for i, res in enumerate(request["resources"]):
         out = {"error_code": ErrorCode.NONE, "error_message": None,
                "resource_type": res["resource_type"], "resource_name": res["resource_name"]}
         results.append(out)
+        if denied[i]:
+            out["error_code"], out["error_message"] = denied[i]
+            continue
         if res["resource_type"] != TOPIC:
             out["error_code"] = ErrorCode.INVALID_REQUEST
             out["error_message"] = ("only topic configs can be altered; broker settings are "
@@ -38,12 +45,15 @@ def handle(broker, ctx, request):
     return {"throttle_time_ms": 0, "responses": results}
 
 
-def _in_cluster(broker, request):
+def _in_cluster(broker, request, denied: dict):
     member = broker.cluster
 
     async def run():
         out = []
-        for res in request["resources"]:
+        for i, res in enumerate(request["resources"]):
+            if denied[i]:
+                out.append(denied[i])
+                continue
             if res["resource_type"] != TOPIC:
                 out.append((ErrorCode.INVALID_REQUEST, "only topic configs can be altered; "
                             "broker settings are static (restart with --set key=value)"))

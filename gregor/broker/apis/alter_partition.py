@@ -4,6 +4,7 @@ broker outside a cluster."""
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
+from ..security.checks import CLUSTER_ACTION, cluster_denied
 from ._txn_common import respond_later
 
 API_KEY = 56
@@ -11,6 +12,9 @@ VERSIONS = (0, 3)
 
 
 def handle(broker, ctx, request):
+    if cluster_denied(broker, ctx, CLUSTER_ACTION):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "topics": []}
     if broker.cluster is None or not broker.cluster.controller.active:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
     return respond_later(broker.cluster.controller.alter_partition(request, ctx.api_version),

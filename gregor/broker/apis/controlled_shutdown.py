@@ -10,6 +10,7 @@ A single-node broker has nothing to hand over and answers at once.
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ..security.checks import CLUSTER_ACTION, cluster_denied
 from ._txn_common import respond_later
 
 API_KEY = 7
@@ -17,6 +18,8 @@ VERSIONS = (1, 3)
 
 
 def handle(broker, ctx, request):
+    if cluster_denied(broker, ctx, CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
     if broker.cluster is None:
         return {"error_code": ErrorCode.NONE, "remaining_partitions": []}
     member = broker.cluster

@@ -8,6 +8,7 @@ them; every replica's broker opens them when they reach its view.
 from __future__ import annotations
 
 from ...protocol.errors import InvalidReplicaAssignmentError
+from ..security.checks import ALTER, denied_topic_errors
 from .per_topic import controller_results, per_topic_results
 
 API_KEY = 37
@@ -15,8 +16,10 @@ VERSIONS = (0, 1)           # v2 is the first flexible version
 
 
 def handle(broker, ctx, request):
+    denied = denied_topic_errors(broker, ctx, ALTER, (t["name"] for t in request["topics"]),
+                                 "The topic authorization is failed.")
     if broker.cluster is not None:
-        return _in_cluster(broker, request)
+        return _in_cluster(broker, request, denied)
 
     def add_partitions(t: dict) -> None:
         for a in t["assignments"] or []:
@@ -27,12 +30,13 @@ def handle(broker, ctx, request):
                     f"{broker.broker_id}")
         broker.add_partitions(t["name"], t["count"], request["validate_only"])
     return {"throttle_time_ms": 0,
-            "results": per_topic_results(broker, API_KEY, request["topics"], add_partitions)}
+            "results": per_topic_results(broker, API_KEY, request["topics"], add_partitions,
+                                         denied)}
 
 
-def _in_cluster(broker, request):
+def _in_cluster(broker, request, denied: dict):
     return controller_results(
         broker, API_KEY, request["topics"],
         lambda unique: broker.cluster.add_partitions(unique, request["validate_only"],
                                                      request["timeout_ms"]),
-        "results")
+        "results", denied)

@@ -1,6 +1,8 @@
-"""DeleteGroups (42): delete empty groups with their committed offsets."""
+"""DeleteGroups (42): delete empty groups with their committed offsets. Each group needs
+DELETE on it (GROUP_AUTHORIZATION_FAILED for the others, which are left alone)."""
 from __future__ import annotations
 
+from ..security.checks import DELETE, GROUP, denied_names
 from ._group_common import E, coordinator, later
 
 API_KEY = 42
@@ -8,11 +10,17 @@ VERSIONS = (0, 2)
 
 
 def handle(broker, ctx, request):
+    names = list(dict.fromkeys(request["groups_names"]))
+    denied = denied_names(broker, ctx, DELETE, GROUP, names)
+    refused = {g: E.GROUP_AUTHORIZATION_FAILED for g in names if g in denied}
+    names = [g for g in names if g not in denied]
+
     def build(results: dict) -> dict:
         return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": c}
-                                                   for g, c in results.items()]}
-    names = list(dict.fromkeys(request["groups_names"]))
+                                                   for g, c in {**results, **refused}.items()]}
     coord = coordinator(broker)
+    if not names:
+        return build({})
     if coord is None:
         return build({g: E.COORDINATOR_NOT_AVAILABLE for g in names})
     fut, respond = later(build)

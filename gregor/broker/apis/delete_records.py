@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ..security.checks import DELETE, denied_topics
 
 log = logging.getLogger("gregor.broker.delete_records")
 
@@ -14,6 +15,7 @@ VERSIONS = (0, 1)           # v2 is the first flexible version
 
 def handle(broker, ctx, request) -> dict:
     rm = broker.replica_manager
+    denied = denied_topics(broker, ctx, DELETE, (t["name"] for t in request["topics"]))
     topics = []
     for t in request["topics"]:
         parts = []
@@ -21,6 +23,9 @@ def handle(broker, ctx, request) -> dict:
             out = {"partition_index": pt["partition_index"], "low_watermark": -1,
                    "error_code": ErrorCode.NONE}
             parts.append(out)
+            if t["name"] in denied:
+                out["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             p = rm.get(t["name"], pt["partition_index"])
             if p is None:
                 out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -8,6 +8,7 @@ once the controller's own view no longer has the topics, or at timeout_ms (REQUE
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ..security.checks import DELETE, denied_topics
 from ._txn_common import respond_later
 
 API_KEY = 20
@@ -15,12 +16,18 @@ VERSIONS = (0, 3)           # v4 is the first flexible version
 
 
 def handle(broker, ctx, request):
+    # with deletion disabled every topic answers that, authorized or not (as Kafka)
+    denied = denied_topics(broker, ctx, DELETE, request["topic_names"]) \
+        if broker.config.get("delete.topic.enable") else ()
     if broker.cluster is not None:
-        return _in_cluster(broker, request)
+        return _in_cluster(broker, request, denied)
     results = []
     for name in request["topic_names"]:
         res = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
         results.append(res)
+        if name in denied:
+            res["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         try:
             broker.delete_topic(name)
         except KafkaError as e:
@@ -30,8 +37,8 @@ def handle(broker, ctx, request):
     return {"throttle_time_ms": 0, "responses": results}
 
 
-def _in_cluster(broker, request):
-    names = list(dict.fromkeys(request["topic_names"]))
+def _in_cluster(broker, request, denied):
+    names = [n for n in dict.fromkeys(request["topic_names"]) if n not in denied]
     member = broker.cluster
 
     async def run():
@@ -56,7 +63,8 @@ def _in_cluster(broker, request):
     def build(codes) -> dict:
         results = []
         for n in request["topic_names"]:
-            code, message = (codes or {}).get(n, (ErrorCode.REQUEST_TIMED_OUT, None))
+            code, message = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None) if n in denied else \
+                (codes or {}).get(n, (ErrorCode.REQUEST_TIMED_OUT, None))
             results.append({"name": n, "error_code": code, "error_message": message})
             if code:
                 broker.metrics.error(API_KEY, ErrorCode(code).name)

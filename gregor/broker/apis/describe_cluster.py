@@ -4,6 +4,7 @@ schema engine and request header v2 handle that like any other version."""
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
+from ..security.checks import cluster_authorized_operations
 
 API_KEY = 60
 VERSIONS = (0, 1)
@@ -18,7 +19,8 @@ def handle(broker, ctx, request) -> dict:
             "controller_id": broker.broker_id,
             "brokers": [{"broker_id": broker.broker_id, "host": host, "port": port,
                          "rack": None}],
-            "cluster_authorized_operations": NO_AUTHORIZED_OPS}
+            "cluster_authorized_operations": cluster_authorized_operations(broker, ctx)
+            if request.get("include_cluster_authorized_operations") else NO_AUTHORIZED_OPS}
     if broker.cluster is not None:
         from ..cluster.metadata_api import describe_cluster
         body.update(describe_cluster(broker.cluster, ctx.listener))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
 from ..config import BROKER_SETTINGS, TOPIC_SETTINGS, Setting, config_to_string
+from ..security.checks import config_resource_denied
 from ..security.settings import listener_settings_set
 
 API_KEY = 32
@@ -30,6 +31,10 @@ def handle(broker, ctx, request) -> dict:
                "configs": []}
         results.append(out)
         rtype, rname = res["resource_type"], res["resource_name"]
+        denied = config_resource_denied(broker, ctx, rtype, rname, alter=False)
+        if denied:
+            out["error_code"], out["error_message"] = denied
+            continue
         if rtype == TOPIC:
             # In a cluster every broker describes every topic, from ZooKeeper's view.
             t = broker.store.get(rname) if broker.cluster is None else \

@@ -4,6 +4,7 @@ operator finds the producer behind a stuck last stable offset."""
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
+from ..security.checks import READ, denied_topics
 
 API_KEY = 61
 VERSIONS = (0, 0)
@@ -11,6 +12,7 @@ VERSIONS = (0, 0)
 
 def handle(broker, ctx, request) -> dict:
     rm = broker.replica_manager
+    denied = denied_topics(broker, ctx, READ, (t["name"] for t in request["topics"]))
     topics = []
     for t in request["topics"]:
         parts = []
@@ -19,6 +21,10 @@ def handle(broker, ctx, request) -> dict:
             out = {"partition_index": index, "error_code": ErrorCode.NONE,
                    "error_message": None, "active_producers": []}
             parts.append(out)
+            if t["name"] in denied:
+                out["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                out["error_message"] = f"the principal may not READ topic {t['name']!r}"
+                continue
             if p is None:
                 out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 out["error_message"] = f"{t['name']}-{index} is not hosted here"

@@ -26,6 +26,7 @@ import time
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..purgatory import DelayedOperation
+from ..security.checks import CLUSTER_ACTION, READ, cluster_allowed, denied_topics
 
 log = logging.getLogger("gregor.broker.fetch")
 
@@ -36,9 +37,10 @@ INT32_MAX = (1 << 31) - 1
 
 class PartitionFetch:
     __slots__ = ("topic", "partition", "offset", "max_bytes", "partition_obj", "snapshot",
-                 "leader_epoch")
+                 "leader_epoch", "denied")
 
     def __init__(self, topic, partition, offset, max_bytes, partition_obj, leader_epoch=-1):
+        self.denied = False        # not authorized: answered TOPIC_AUTHORIZATION_FAILED
         self.topic = topic
         self.leader_epoch = leader_epoch
         self.partition = partition
@@ -67,6 +69,8 @@ def handle(broker, ctx, request):
     max_bytes = min(max(0, max_bytes), int(broker.config.get("fetch.max.bytes")))
     read_committed = request.get("isolation_level", 0) == 1
     replica = request.get("replica_id", -1)
+    if broker.authorizer is not None:
+        _authorize(broker, ctx, fetches, replica)
     if replica >= 0:
         read_committed = False
         _follower_fetched(broker, replica, fetches)
@@ -83,6 +87,19 @@ def handle(broker, ctx, request):
     return fut
 
 
+def _authorize(broker, ctx, fetches, replica: int) -> None:
+    """Consumers need READ on each topic; a follower (replica_id >= 0) CLUSTER_ACTION on the
+    cluster, without which none of its partitions is read (nor its position recorded)."""
+    if replica >= 0:
+        denied = not cluster_allowed(broker, ctx, CLUSTER_ACTION)
+        for f in fetches:
+            f.denied = denied
+        return
+    denied = denied_topics(broker, ctx, READ, (f.topic for f in fetches))
+    for f in fetches:
+        f.denied = f.topic in denied
+
+
 def _follower_fetched(broker, replica: int, fetches) -> None:
     """A follower's fetch offsets are its log ends: the leader's view of it moves, and with
     it maybe the high watermark (waking acks=all produces and consumers)."""
@@ -90,7 +107,7 @@ def _follower_fetched(broker, replica: int, fetches) -> None:
     now_ms = int(time.time() * 1000)
     for f in fetches:
         p = f.partition_obj
-        if p is None or not p.is_leader or _epoch_error(p, f.leader_epoch):
+        if p is None or f.denied or not p.is_leader or _epoch_error(p, f.leader_epoch):
             continue
         if p.update_follower(replica, f.offset, now_ms):
             rm.notify(p)
@@ -122,6 +139,10 @@ def read_partitions(broker, fetches, version: int, max_bytes: int, read_committe
                "aborted_transactions": [] if read_committed else None,
                "preferred_read_replica": -1, "records": b""}
         topics.setdefault(f.topic, []).append(out)
+        if f.denied:
+            out["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            errors = True
+            continue
         if broker.cluster is not None and (p is None or not p.is_leader):
             # Only the leader serves reads, to consumers and followers alike.
             out["error_code"] = broker.cluster.partition_error(f.topic, f.partition)

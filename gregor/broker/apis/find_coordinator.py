@@ -11,10 +11,22 @@ keys at once. Serving v0 matters beyond groups: librdkafka enables LZ4 compressi
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
+from ..security.checks import DESCRIBE, GROUP as GROUP_RESOURCE, TRANSACTIONAL_ID, allowed
 
 API_KEY = 10
 VERSIONS = (0, 4)           # v5 adds TRANSACTION_ABORTABLE, v6 share groups
 GROUP, TRANSACTION = 0, 1
+
+
+def _denied(broker, ctx, key: str, key_type: int) -> tuple[int, str] | None:
+    """DESCRIBE on the group / transactional id (Kafka's KafkaApis.getCoordinator)."""
+    if key_type == GROUP and not allowed(broker, ctx, DESCRIBE, GROUP_RESOURCE, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, f"the principal may not DESCRIBE group " \
+                                                     f"{key!r}"
+    if key_type == TRANSACTION and not allowed(broker, ctx, DESCRIBE, TRANSACTIONAL_ID, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, \
+            f"the principal may not DESCRIBE transactional id {key!r}"
+    return None
 
 
 def _find(broker, key: str, key_type: int, listener: str | None) -> tuple[int, str | None]:
@@ -58,11 +70,13 @@ def handle(broker, ctx, request) -> dict:
     if ctx.api_version >= 4:
         coordinators = []
         for key in request["coordinator_keys"]:
-            code, message = _find(broker, key, key_type, ctx.listener)
+            code, message = _denied(broker, ctx, key, key_type) or \
+                _find(broker, key, key_type, ctx.listener)
             coordinators.append({"key": key, "error_code": code,
                                  **_node(broker, code, message, ctx.listener)})
         return {"throttle_time_ms": 0, "coordinators": coordinators}
-    code, message = _find(broker, request["key"], key_type, ctx.listener)
+    code, message = _denied(broker, ctx, request["key"], key_type) or \
+        _find(broker, request["key"], key_type, ctx.listener)
     return {"throttle_time_ms": 0, "error_code": code, **_node(broker, code, message,
                                                              ctx.listener)}
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 
 from ...protocol.errors import ErrorCode
+from ..security.checks import (IDEMPOTENT_WRITE, TOPIC, TRANSACTIONAL_ID, WRITE, allowed,
+                               allowed_on_any, cluster_allowed)
 from ._txn_common import coordinator, fenced_for, respond_later
 
 log = logging.getLogger("gregor.broker.init_producer_id")
@@ -28,8 +30,25 @@ def _body(code, pid=-1, epoch=-1) -> dict:
             "producer_epoch": epoch}
 
 
+def _authorized(broker, ctx, tid) -> int:
+    """Kafka's checks: WRITE on the transactional id; for an idempotent producer
+    IDEMPOTENT_WRITE on the cluster or, since KIP-679, WRITE on any topic."""
+    if broker.authorizer is None:
+        return ErrorCode.NONE
+    if tid is not None:
+        return ErrorCode.NONE if allowed(broker, ctx, WRITE, TRANSACTIONAL_ID, tid) else \
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if cluster_allowed(broker, ctx, IDEMPOTENT_WRITE, log_denied=False) or \
+            allowed_on_any(broker, ctx, WRITE, TOPIC):
+        return ErrorCode.NONE
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 def handle(broker, ctx, request) -> dict:
     tid = request["transactional_id"]
+    denied = _authorized(broker, ctx, tid)
+    if denied:
+        return _body(denied)
     if tid is not None:
         coord = coordinator(broker)
         if coord is None:

@@ -2,6 +2,7 @@
 rebalance completes (every known member rejoined, or the rebalance timeout passed)."""
 from __future__ import annotations
 
+from ..security.checks import GROUP, READ, allowed
 from ._group_common import E, client_host, coordinator, later
 
 API_KEY = 11
@@ -20,6 +21,10 @@ def handle(broker, ctx, request):
         if v < 7 and body["protocol_name"] is None:
             body["protocol_name"] = ""          # not nullable before v7
         return body
+    if not allowed(broker, ctx, READ, GROUP, request["group_id"]):
+        return build({"error_code": E.GROUP_AUTHORIZATION_FAILED, "member_id": "",
+                      "generation_id": -1, "protocol_type": None, "protocol_name": None,
+                      "leader": "", "members": []})
     coord = coordinator(broker)
     if coord is None:
         return build({"error_code": E.COORDINATOR_NOT_AVAILABLE, "member_id":

@@ -1,6 +1,7 @@
 """LeaveGroup (13): members leave (one member before v3, a batch from v3)."""
 from __future__ import annotations
 
+from ..security.checks import GROUP, READ, allowed
 from ._group_common import E, coordinator
 
 API_KEY = 13
@@ -13,6 +14,8 @@ def handle(broker, ctx, request):
         members = [(request["member_id"], None)]
     else:
         members = [(m["member_id"], m["group_instance_id"]) for m in request["members"]]
+    if not allowed(broker, ctx, READ, GROUP, request["group_id"]):
+        return {"throttle_time_ms": 0, "error_code": E.GROUP_AUTHORIZATION_FAILED, "members": []}
     coord = coordinator(broker)
     if coord is None:
         return {"throttle_time_ms": 0, "error_code": E.COORDINATOR_NOT_AVAILABLE, "members": []}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ..security.checks import DESCRIBE, denied_topics
 
 log = logging.getLogger("gregor.broker.list_offsets")
 
@@ -22,6 +23,7 @@ def handle(broker, ctx, request) -> dict:
     version = ctx.api_version
     rm = broker.replica_manager
     read_committed = request.get("isolation_level", 0) == 1
+    denied = denied_topics(broker, ctx, DESCRIBE, (t["name"] for t in request["topics"]))
     topics = []
     for t in request["topics"]:
         parts = []
@@ -30,6 +32,9 @@ def handle(broker, ctx, request) -> dict:
                    "old_style_offsets": [], "timestamp": -1, "offset": -1,
                    "leader_epoch": -1}
             parts.append(out)
+            if t["name"] in denied:
+                out["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             p = rm.get(t["name"], pt["partition_index"])
             if broker.cluster is not None and (p is None or not p.is_leader):
                 out["error_code"] = broker.cluster.partition_error(t["name"],

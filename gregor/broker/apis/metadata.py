@@ -16,6 +16,7 @@ from typing import Callable
 
 from ...protocol.errors import ErrorCode
 from ..topics import topic_name_error
+from ._metadata_authz import add_authorized_operations, authorized_metadata
 
 API_KEY = 3
 VERSIONS = (0, 12)
@@ -25,6 +26,18 @@ NO_AUTHORIZED_OPS = -2147483648
 
 def handle(broker, ctx, request) -> dict:
     version = ctx.api_version
+    if broker.authorizer is None:
+        body = _describe_topics(broker, ctx, version, request)
+    else:
+        body = authorized_metadata(
+            broker, ctx, version, request,
+            lambda req: _describe_topics(broker, ctx, version, req), _exists(broker),
+            lambda: _topic_ids(broker))
+    add_authorized_operations(broker, ctx, version, request, body)
+    return body
+
+
+def _describe_topics(broker, ctx, version: int, request) -> dict:
     if broker.cluster is not None:
         from ..cluster.metadata_api import metadata
         return metadata(broker.cluster, version, request, ctx.listener)
@@ -33,8 +46,7 @@ def handle(broker, ctx, request) -> dict:
         names = sorted(t.name for t in broker.store.live())
         allow_create = False
     else:
-        names = requested_names(requested, lambda: {t.topic_id_bytes: t.name
-                                                    for t in broker.store.live()})
+        names = requested_names(requested, lambda: _topic_ids(broker))
         allow_create = request.get("allow_auto_topic_creation", True) if version >= 4 else True
     topics = []
     for name in names:
@@ -49,6 +61,22 @@ def handle(broker, ctx, request) -> dict:
         "topics": topics,
         "cluster_authorized_operations": NO_AUTHORIZED_OPS,
     }
+
+
+def _exists(broker):
+    if broker.cluster is not None:
+        snap = broker.cluster.snapshot
+        return lambda name: name in snap.topics
+    return lambda name: broker.store.get(name) is not None
+
+
+def _topic_ids(broker) -> dict[bytes, str]:
+    if broker.cluster is not None:
+        from ..cluster.znodes import topic_id_bytes
+        return {topic_id_bytes(v.assignment.topic_id): n
+                for n, v in broker.cluster.snapshot.topics.items()
+                if not v.deleting and v.assignment.topic_id}
+    return {t.topic_id_bytes: t.name for t in broker.store.live()}
 
 
 ZERO_ID = bytes(16)

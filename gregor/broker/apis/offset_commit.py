@@ -2,6 +2,7 @@
 in `__consumer_offsets` (committed like acks=all), so an acknowledged commit survives a crash."""
 from __future__ import annotations
 
+from ..security.checks import GROUP, READ, allowed, denied_topics
 from ._group_common import E, by_topic, coordinator, later, topic_partitions
 
 API_KEY = 8
@@ -18,8 +19,14 @@ def handle(broker, ctx, request):
     entries = topic_partitions(request["topics"])
     results: dict = {}
     offsets: dict = {}
+    if not allowed(broker, ctx, READ, GROUP, request["group_id"]):
+        return {"throttle_time_ms": 0, "topics": by_topic(
+            {(t, p): E.GROUP_AUTHORIZATION_FAILED for t, p, _ in entries})}
+    denied = denied_topics(broker, ctx, READ, (t["name"] for t in request["topics"]))
     for topic, partition, p in entries:
-        if not known_partition(broker, topic, partition):
+        if topic in denied:
+            results[(topic, partition)] = E.TOPIC_AUTHORIZATION_FAILED
+        elif not known_partition(broker, topic, partition):
             results[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
         else:
             results[(topic, partition)] = None          # keeps the request's order
@@ -34,7 +41,8 @@ def handle(broker, ctx, request):
         return build({tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets})
     if not offsets:
         code = coord.group_status(request["group_id"])
-        return build({tp: code for tp in results} if code else {})
+        return build({tp: code for tp, c in results.items()
+                      if c != E.TOPIC_AUTHORIZATION_FAILED} if code else {})
     fut, respond = later(build)
     coord.commit(request["group_id"],
                  request["generation_id_or_member_epoch"] if v >= 1 else -1,

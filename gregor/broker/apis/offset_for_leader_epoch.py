@@ -10,6 +10,7 @@ below the one asked; (-1, -1) when the epoch is older than anything the cache kn
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
+from ..security.checks import CLUSTER_ACTION, DESCRIBE, cluster_allowed, denied_topics
 
 API_KEY = 23
 VERSIONS = (0, 4)
@@ -17,6 +18,10 @@ VERSIONS = (0, 4)
 
 def handle(broker, ctx, request) -> dict:
     rm = broker.replica_manager
+    # followers hold CLUSTER_ACTION; consumers need DESCRIBE on the topics (Kafka's order)
+    denied = () if broker.authorizer is None or \
+        cluster_allowed(broker, ctx, CLUSTER_ACTION, log_denied=False) else \
+        denied_topics(broker, ctx, DESCRIBE, (t["topic"] for t in request["topics"]))
     topics = []
     for t in request["topics"]:
         parts = []
@@ -24,6 +29,9 @@ def handle(broker, ctx, request) -> dict:
             out = {"error_code": ErrorCode.NONE, "partition": pt["partition"],
                    "leader_epoch": -1, "end_offset": -1}
             parts.append(out)
+            if t["topic"] in denied:
+                out["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             p = rm.get(t["topic"], pt["partition"])
             if broker.cluster is not None and (p is None or not p.is_leader):
                 out["error_code"] = broker.cluster.partition_error(t["topic"], pt["partition"])

@@ -11,11 +11,13 @@ from ._txn_common import respond_later
 
 
 def per_topic_results(broker, api_key: int, topics: list[dict],
-                      apply: Callable[[dict], None]) -> list[dict]:
+                      apply: Callable[[dict], None],
+                      denied: dict[str, KafkaError] | None = None) -> list[dict]:
     """Run apply(topic) for every topic of the request and return their results. A name
     listed twice fails with INVALID_REQUEST for every entry (Kafka cannot tell which one was
-    meant); a KafkaError raised by apply becomes that topic's error and is counted in the
-    broker's error metrics."""
+    meant); a name in `denied` (not authorized) fails with its error without apply; a
+    KafkaError raised by apply becomes that topic's error and is counted in the broker's
+    error metrics."""
     counts = Counter(t["name"] for t in topics)
     results = []
     for t in topics:
@@ -27,6 +29,8 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
             res["error_message"] = f"topic {name!r} appears more than once in the request"
             continue
         try:
+            if denied and name in denied:
+                raise denied[name]
             apply(t)
         except KafkaError as e:
             res["error_code"] = e.code
@@ -35,12 +39,15 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
     return results
 
 
-def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str):
+def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str,
+                       denied: dict[str, KafkaError] | None = None):
     """In a cluster: run(unique_topics) is the controller's coroutine returning
     {name: KafkaError or None} (None for everything when it timed out); the response lists one
-    result per requested topic under results_key, duplicates refused as on a single node."""
+    result per requested topic under results_key, duplicates refused as on a single node and
+    the names in `denied` (not authorized) with their error, never given to run."""
     counts = Counter(t["name"] for t in topics)
-    unique = [t for t in topics if counts[t["name"]] == 1]
+    denied = denied or {}
+    unique = [t for t in topics if counts[t["name"]] == 1 and t["name"] not in denied]
 
     def build(errors) -> dict:
         results = []
@@ -49,6 +56,9 @@ def controller_results(broker, api_key: int, topics: list[dict], run, results_ke
             if counts[t["name"]] > 1:
                 res["error_code"] = ErrorCode.INVALID_REQUEST
                 res["error_message"] = f"topic {t['name']!r} appears more than once"
+            elif t["name"] in denied:
+                res["error_code"] = denied[t["name"]].code
+                res["error_message"] = denied[t["name"]].message
             elif errors is None:
                 res["error_code"] = ErrorCode.REQUEST_TIMED_OUT
             elif errors.get(t["name"]) is not None:
@@ -57,4 +67,8 @@ def controller_results(broker, api_key: int, topics: list[dict], run, results_ke
                 broker.metrics.error(api_key, e.name)
             results.append(res)
         return {"throttle_time_ms": 0, results_key: results}
-    return respond_later(run(unique), build)
+    return respond_later(run(unique) if unique else _nothing(), build)
+
+
+async def _nothing() -> dict:
+    return {}

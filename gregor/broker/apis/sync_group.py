@@ -2,6 +2,7 @@
 follower's answer waits for the leader's request."""
 from __future__ import annotations
 
+from ..security.checks import GROUP, READ, allowed
 from ._group_common import E, coordinator, later
 
 API_KEY = 14
@@ -13,6 +14,8 @@ def handle(broker, ctx, request):
         return {"throttle_time_ms": 0, "error_code": r["error_code"],
                 "protocol_type": r.get("protocol_type"), "protocol_name": r.get("protocol_name"),
                 "assignment": r["assignment"]}
+    if not allowed(broker, ctx, READ, GROUP, request["group_id"]):
+        return build({"error_code": E.GROUP_AUTHORIZATION_FAILED, "assignment": b""})
     coord = coordinator(broker)
     if coord is None:
         return build({"error_code": E.COORDINATOR_NOT_AVAILABLE, "assignment": b""})

@@ -3,6 +3,7 @@ pending, invisible to OffsetFetch, until the transaction's marker: committed wit
 dropped with an abort."""
 from __future__ import annotations
 
+from ..security.checks import GROUP, READ, TRANSACTIONAL_ID, WRITE, allowed, denied_topics
 from ._group_common import E, by_topic, coordinator, later, topic_partitions
 from ._txn_common import fenced_for
 from .offset_commit import known_partition
@@ -17,8 +18,21 @@ def handle(broker, ctx, request):
     convert = fenced_for(v, 3)
     results: dict = {}
     offsets: dict = {}
-    for topic, partition, p in topic_partitions(request["topics"]):
-        if not known_partition(broker, topic, partition):
+    entries = topic_partitions(request["topics"])
+    if not allowed(broker, ctx, WRITE, TRANSACTIONAL_ID, request["transactional_id"]):
+        whole = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not allowed(broker, ctx, READ, GROUP, request["group_id"]):
+        whole = E.GROUP_AUTHORIZATION_FAILED
+    else:
+        whole = E.NONE
+    if whole:
+        return {"throttle_time_ms": 0,
+                "topics": by_topic({(t, p): whole for t, p, _ in entries})}
+    denied = denied_topics(broker, ctx, READ, (t["name"] for t in request["topics"]))
+    for topic, partition, p in entries:
+        if topic in denied:
+            results[(topic, partition)] = E.TOPIC_AUTHORIZATION_FAILED
+        elif not known_partition(broker, topic, partition):
             results[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
         else:
             results[(topic, partition)] = None

@@ -4,6 +4,7 @@ STALE_CONTROLLER_EPOCH (no controller it knows)."""
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
+from ..security.checks import CLUSTER_ACTION, cluster_denied
 from ._txn_common import respond_later
 
 API_KEY = 6
@@ -11,6 +12,8 @@ VERSIONS = (5, 8)
 
 
 def handle(broker, ctx, request):
+    if cluster_denied(broker, ctx, CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
     if broker.cluster is None:
         return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
     return respond_later(broker.cluster.on_update_metadata(request),

@@ -8,6 +8,8 @@ is committed like an acks=all write; the writing is the coordinator's own (txn/s
 from __future__ import annotations
 
 from ..txn.service import LocalMarkers
+from ...protocol.errors import ErrorCode
+from ..security.checks import ALTER, CLUSTER_ACTION, cluster_allowed, cluster_denied
 from ._txn_common import respond_later
 
 API_KEY = 27
@@ -15,6 +17,14 @@ VERSIONS = (0, 1)
 
 
 def handle(broker, ctx, request):
+    # ALTER on the cluster (operators' tools), else CLUSTER_ACTION (coordinators)
+    if not cluster_allowed(broker, ctx, ALTER, log_denied=False) and \
+            cluster_denied(broker, ctx, CLUSTER_ACTION):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return {"markers": [{"producer_id": m["producer_id"], "topics": [
+            {"name": t["name"], "partitions": [{"partition_index": i, "error_code": code}
+                                               for i in t["partition_indexes"]]}
+            for t in m["topics"]]} for m in request["markers"]]}
     markers = LocalMarkers(broker, int(broker.config.get("request.timeout.ms")))
 
     async def run():
