@@ -180,35 +180,110 @@ def test_a_leader_killed_under_load_loses_nothing_acknowledged(cluster):
     assert checker.problems() == [], checker.summary()
 
 
-def test_credentials_reach_every_broker_and_survive_a_controller_failover(cluster):
-    """A user created through one broker can log in on every broker (each follows
-    /config/changes); after kill -9 of the controller a new controller is elected, a user
-    created meanwhile reaches the survivors, and the old controller, restarted, knows both
-    users; a removed user is refused everywhere."""
+def acl(user: str, topic: str, operation: str = "READ"):
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       ResourcePatternType, ResourceType)
+    return AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{user}",
+                      "*", getattr(AclOperation, operation), AclPermissionType.ALLOW)
+
+
+def create_acls(c, bindings, via=None) -> None:
+    from confluent_kafka.admin import AdminClient
+    cfg = c.client_config()
+    if via is not None:
+        cfg["bootstrap.servers"] = c.address(via)
+    admin = AdminClient(cfg)
+    for f in admin.create_acls(bindings).values():
+        f.result(30)
+
+
+def delete_acls(c, bindings, via=None) -> None:
+    from confluent_kafka.admin import AclBindingFilter, AdminClient
+    filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
+                                b.host, b.operation, b.permission_type) for b in bindings]
+    cfg = c.client_config()
+    if via is not None:
+        cfg["bootstrap.servers"] = c.address(via)
+    admin = AdminClient(cfg)
+    for f in admin.delete_acls(filters).values():
+        f.result(30)
+
+
+def sees(c, b, user: str, password: str, topic: str) -> bool:
+    """Whether broker b lets user see topic in Metadata (DESCRIBE, implied by READ): the
+    broker's own authorizer decides, from the ACLs it holds."""
+    conn = c.login(b, user, password)
+    assert conn is not None, f"{user} cannot log in to broker {b.broker_id}"
+    try:
+        body = conn.request("Metadata", 1, {"topics": [{"name": topic}]})
+    finally:
+        conn.close()
+    code = body["topics"][0]["error_code"]
+    assert code in (0, 29), body
+    return code == 0
+
+
+def test_credentials_and_acls_are_the_same_on_every_broker_after_a_controller_failover(
+        cluster):
+    """A user and an ACL created through one broker reach every broker (each follows
+    /config/changes and /kafka-acl-changes); after kill -9 of the controller a new one is
+    elected, a user and an ACL created meanwhile reach the survivors, and the old controller,
+    restarted, holds both; what is removed is removed everywhere."""
     c = cluster
     add_user(c, "carol", "carol-secret", via=c.brokers[0])
+    create_acls(c, [acl("carol", TOPIC)], via=c.brokers[0])
     c.wait_for(lambda: all(c.can_login(b, "carol", "carol-secret") for b in c.brokers),
                what="carol's credential on every broker")
+    c.wait_for(lambda: all(sees(c, b, "carol", "carol-secret", TOPIC) for b in c.brokers),
+               what="carol's ACL on every broker")
     assert not any(c.can_login(b, "carol", "wrong") for b in c.brokers)
     ctrl = c.controller_id()
     c.by_id(ctrl).kill()
     c.wait_for(lambda: c.controller_id() not in (-1, ctrl), what="a new controller")
     survivors = [b for b in c.brokers if b.broker_id != ctrl]
     add_user(c, "dave", "dave-secret", via=survivors[0])
-    c.wait_for(lambda: all(c.can_login(b, "dave", "dave-secret") for b in survivors),
-               what="dave's credential on the survivors")
+    create_acls(c, [acl("dave", TOPIC)], via=survivors[1])
+    c.wait_for(lambda: all(c.can_login(b, "dave", "dave-secret") and
+                           sees(c, b, "dave", "dave-secret", TOPIC) for b in survivors),
+               what="dave's credential and ACL on the survivors")
     c.by_id(ctrl).start()
     c.wait_for(lambda: all(full_isr(c, p) for p in range(3)), what="full ISRs again")
-    for b in c.brokers:
-        assert c.can_login(b, "carol", "carol-secret") and c.can_login(b, "dave", "dave-secret")
+    for b in c.brokers:          # read at start: no waiting for the restarted one
+        for user in ("carol", "dave"):
+            assert c.can_login(b, user, f"{user}-secret"), (b.broker_id, user)
+            assert sees(c, b, user, f"{user}-secret", TOPIC), (b.broker_id, user)
     from confluent_kafka.admin import (AdminClient, ScramMechanism,
                                        UserScramCredentialDeletion)
+    delete_acls(c, [acl("carol", TOPIC)])
     admin = AdminClient(c.client_config())
     for f in admin.alter_user_scram_credentials(
             [UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_512)]).values():
         f.result(30)
     c.wait_for(lambda: not any(c.can_login(b, "dave", "dave-secret") for b in c.brokers),
                what="dave refused by every broker")
+    c.wait_for(lambda: not any(sees(c, b, "carol", "carol-secret", TOPIC) for b in c.brokers),
+               what="carol's ACL gone from every broker")
+
+
+def test_a_broker_restarted_applies_the_acls_changed_while_it_was_down(cluster):
+    """ACLs added and removed while a broker is down (kill -9) hold on it as soon as it is
+    back: it reads them all at start, before it serves."""
+    c = cluster
+    add_user(c, "erin", "erin-secret")
+    add_user(c, "frank", "frank-secret")
+    create_acls(c, [acl("frank", TOPIC)])
+    c.wait_for(lambda: all(sees(c, b, "frank", "frank-secret", TOPIC) for b in c.brokers),
+               what="frank's ACL on every broker")
+    down = c.by_id(c.controller_id())
+    down.kill()
+    c.wait_for(lambda: c.controller_id() not in (-1, down.broker_id), what="a new controller")
+    up = c.by_id(c.controller_id())
+    create_acls(c, [acl("erin", TOPIC, "DESCRIBE")], via=up)
+    delete_acls(c, [acl("frank", TOPIC)], via=up)
+    down.start()
+    assert sees(c, down, "erin", "erin-secret", TOPIC)
+    assert not sees(c, down, "frank", "frank-secret", TOPIC)
+    c.wait_for(lambda: all(full_isr(c, p) for p in range(3)), what="full ISRs again")
 
 
 def test_without_the_brokers_zookeeper_login_nothing_can_be_changed(cluster):
@@ -227,6 +302,9 @@ def test_without_the_brokers_zookeeper_login_nothing_can_be_changed(cluster):
                         lambda: anon.create("/config/changes/config_change_", b"{}",
                                             sequence=True),
                         lambda: anon.get("/config/users/admin"),
+                        lambda: anon.create("/kafka-acl/Topic/evil", b'{"version":1}'),
+                        lambda: anon.create("/kafka-acl-changes/acl_changes_", b"Topic:x",
+                                            sequence=True),
                         lambda: anon.set(f"/config/topics/{TOPIC}", b'{"config":{}}')):
             with pytest.raises(NoAuthError):
                 attempt()

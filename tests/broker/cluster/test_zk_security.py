@@ -192,3 +192,44 @@ def test_gregor_users_needs_the_brokers_login_on_a_protected_cluster(zk_connect,
     finally:
         broker.stop()
         broker.close()
+
+
+def test_gregor_acls_needs_the_brokers_login_on_a_protected_cluster(zk_connect, tmp_path):
+    """`gregor acls --zookeeper` likewise, with --zk-config or Kafka's
+    --authorizer-properties spelling; the ACL znodes it writes carry the secure ACLs."""
+    from click.testing import CliRunner
+
+    from gregor.cli.main import cli
+    jaas = tmp_path / "zk-jaas.conf"
+    jaas.write_text("Client { " + JAAS.format("gregor", "zk-secret") + " };\n")
+    props = tmp_path / "server.properties"
+    props.write_text(f"zookeeper.set.acl=true\ngregor.zookeeper.jaas.file={jaas}\n")
+
+    async def brokers_chroot():
+        store = MetadataStore(zk_connect, session_timeout_ms=4000, security=SECURE)
+        await store.start()
+        await store.close()
+    asyncio.run(brokers_chroot())
+    acl = ["acls", "add", "--allow-principal", "User:alice", "--operation", "Read"]
+    refused_ = CliRunner().invoke(cli, [*acl, "--topic", "t1", "--zookeeper", zk_connect])
+    assert refused_.exit_code != 0 and "--zk-config" in refused_.output, refused_.output
+    done = CliRunner().invoke(cli, [*acl, "--topic", "t1", "--zookeeper", zk_connect,
+                                    "--zk-config", str(props)])
+    assert done.exit_code == 0, done.output
+    kafka_spelling = CliRunner().invoke(cli, [
+        *acl, "--topic", "t2", "--authorizer-properties", f"zookeeper.connect={zk_connect}",
+        "--authorizer-properties", "zookeeper.set.acl=true",
+        "--authorizer-properties", f"gregor.zookeeper.jaas.file={jaas}"])
+    assert kafka_spelling.exit_code == 0, kafka_spelling.output
+    anon = client(zk_connect)
+    try:
+        for topic in ("t1", "t2"):
+            assert b"User:alice" in anon.get(f"/kafka-acl/Topic/{topic}")[0]
+            assert refused(lambda: anon.set(f"/kafka-acl/Topic/{topic}", b"{}"))
+            acl_, _ = anon.get_acls(f"/kafka-acl/Topic/{topic}")
+            assert sorted(a.id.scheme for a in acl_) == ["digest", "world"]
+        assert refused(lambda: anon.create("/kafka-acl-changes/acl_changes_", b"Topic:t1",
+                                           sequence=True))
+    finally:
+        anon.stop()
+        anon.close()
