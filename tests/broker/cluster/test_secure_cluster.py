@@ -24,8 +24,11 @@ TOPIC = "events"
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper_server, tmp_path_factory):
+    # SASL sessions of 3 s (KIP-368): the brokers' long-lived connections to each other (and
+    # librdkafka's) log in again on the same socket every few seconds throughout the tests
     c = SecureCluster(tmp_path_factory.mktemp("secure-cluster"), zookeeper_server.hosts,
-                      plaintext_listener=True).start()
+                      plaintext_listener=True,
+                      settings={"connections.max.reauth.ms": 3000}).start()
     try:
         new_topic(c, TOPIC)
         yield c
