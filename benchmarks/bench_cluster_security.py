@@ -1,6 +1,6 @@
 """A secured cluster beside a PLAINTEXT one, confluent-kafka as the client, ratios in one run.
 
-    .venv/bin/python benchmarks/bench_cluster_security.py [--records 300000] [--repeat 2]
+    .venv/bin/python benchmarks/bench_cluster_security.py [--records 1000000] [--repeat 3]
                                                           [--changes 5]
 
 Runs `gregor cluster --brokers 3` and `gregor cluster --brokers 3 --secure` (TLS and
@@ -129,8 +129,8 @@ def summary(xs: list[float]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=300_000)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--changes", type=int, default=5)
     args = ap.parse_args()
     plain = LocalCluster(3).start()

@@ -1,6 +1,7 @@
 """`gregor cluster`: ZooKeeper and N brokers on this machine in one command.
 
-    gregor cluster --brokers 3 --data-dir ./cluster [--port 9092] [--secure] [--set KEY=VALUE ...]
+    gregor cluster --brokers 3 --data-dir ./cluster [--port 9092] [--secure]
+                   [--set KEY=VALUE ...]
 
 Starts a standalone ZooKeeper (DATA_DIR/zookeeper) and brokers 0..N-1 (DATA_DIR/broker-<id>,
 ports PORT, PORT+1, ...; port 0 picks free ones) joined to it under the chroot /gregor, with

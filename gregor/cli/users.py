@@ -2,7 +2,7 @@
 
     gregor users add alice --password-file alice.pw --data-dir ./data         # before the broker runs
     gregor users add alice --zookeeper 127.0.0.1:2181/gregor                   # a cluster, offline
-    gregor users add alice --zookeeper ... --zk-config server.properties       # ... with ZooKeeper ACLs
+    gregor users add alice --zookeeper ... --zk-config server.properties       # protected znodes
     gregor users add alice -b localhost:9093 --command-config admin.properties # online (KIP-554)
     gregor users list [NAME ...] (same targets)
     gregor users remove alice [--mechanism SCRAM-SHA-512]

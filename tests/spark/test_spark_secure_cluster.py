@@ -8,8 +8,9 @@ import pytest
 from gregor.cli.cluster_security import spark_options
 from tests.support.secure_cluster import SecureCluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(300),
-              pytest.mark.filterwarnings("ignore:.*does not yet fully support pandas:FutureWarning")]
+pytestmark = [
+    pytest.mark.spark, pytest.mark.timeout(300),
+    pytest.mark.filterwarnings("ignore:.*does not yet fully support pandas:FutureWarning")]
 
 
 @pytest.fixture(scope="module")
