@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv bench clean
+.PHONY: test demo venv bench clean test-spark-versions
 
 # setup.py compiles the optional Cython modules (*.pyx) in place.
 $(STAMP): pyproject.toml setup.py $(wildcard gregor/*/*.pyx gregor/*/*/*.pyx)
@@ -22,6 +22,10 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	GREGOR_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/client/producer \
 		tests/protocol/records
+
+# The Spark tests on the PySpark floor of pyproject.toml (a venv of its own) and on .venv's.
+test-spark-versions: $(STAMP)
+	scripts/spark-versions.sh $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/gregor demo $(DEMO_ARGS)

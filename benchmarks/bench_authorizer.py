@@ -99,6 +99,7 @@ def produce(bootstrap: str, topic: str, records: int, extra: dict) -> dict:
 class _Conn:
     """What a request context reads from its connection: a PLAINTEXT client."""
     principal, client_host, listener, peer = ANONYMOUS, "127.0.0.1", "PLAINTEXT", "127.0.0.1:1"
+    authz_memo = None
 
 
 def handler_cost(acls: dict, requests: int = 5_000, rounds: int = 7) -> dict:

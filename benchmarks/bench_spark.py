@@ -8,9 +8,9 @@ both back in full twice (into Spark's no-op sink, so only the read is measured),
 rows/s and the ratios gregor / Parquet; the second write and read are the steady rate (the
 first also pays the session's one-time Python worker start-up and JVM warm-up, printed
 separately). gregor writes with the sink's default compression (lz4; Parquet's is snappy)
-and once more uncompressed, which is also read back. Targets from the Spark issue: write
->= 0.5x Parquet; read >= 1M rows/s. Starts its own gregor broker unless --bootstrap-server
-is given.
+and once more uncompressed, which is also read back. Targets (issue 24): write >= 1.0x
+Parquet; read >= 2M rows/s on local[2]. Starts its own gregor broker unless --bootstrap-server
+is given. The micro-batch overhead and end-to-end latency are in bench_spark_microbatch.py.
 """
 from __future__ import annotations
 
@@ -120,11 +120,12 @@ def main() -> None:
                .option("subscribe", topic).load().count())
         if got != n:
             print(f"  WARNING: the topic holds {got:,} records, expected {n:,}")
-        print(f"write ratio gregor/Parquet: {w_gregor / w_parquet:.2f}x (target >= 0.5x); first "
+        print(f"write ratio gregor/Parquet: {w_gregor / w_parquet:.2f}x (target >= 1.0x); first "
               f"writes (session start-up included): {w_gregor_first / w_parquet_first:.2f}x; "
               f"uncompressed (kafka.compression.type=none): {w_gregor_plain / w_parquet:.2f}x")
         print(f"read  ratio gregor/Parquet: {r_gregor / r_parquet:.2f}x; gregor read {r_gregor:,.0f} rows/s "
-              f"(target >= 1,000,000); uncompressed topic {r_gregor_plain:,.0f} rows/s")
+              f"(target >= 2,000,000); Parquet read {r_parquet:,.0f} rows/s; uncompressed topic "
+              f"{r_gregor_plain:,.0f} rows/s")
         print(f"first reads (session start-up included): gregor {r_gregor_first:,.0f} rows/s, "
               f"ratio {r_gregor_first / r_parquet_first:.2f}x")
         spark.stop()

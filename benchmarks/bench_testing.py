@@ -1,6 +1,7 @@
 """gregor.testing's costs, side by side in one run (never timed tests: see tests/testing).
 
     .venv/bin/python benchmarks/bench_testing.py [--starts 30] [--cold 7] [--records 300000]
+        [--sections 0,1,2,3,4] [--busy-disk] [--baseline DIR]
 
 0. The pytest plugin's import, what a run using none of its fixtures pays.
 1. In-process Broker: start() to the first Metadata answered to confluent-kafka (an
@@ -11,7 +12,11 @@
    time the process spent (all threads), which a loaded machine does not inflate.
 2. BrokerProcess: start to the first Metadata, and stop, beside it (a child interpreter).
 3. Per-test overhead of gregor_broker_session + unique_topic: pytest runs N trivial tests with
-   the fixture and N without; the difference of the median per-test times.
+   the fixture and N without; the difference of the median per-test times. With --busy-disk,
+   again while another process writes and fsyncs 4 MiB at a time to the same file system
+   (the disk of a machine that runs other work), where each fsync of a topic creation waits.
+   With --baseline DIR, this tree against another checkout's source tree (git worktree or
+   git archive of an older commit, compiled modules copied in), runs alternating.
 4. Produce throughput (confluent-kafka, acks=1, linger.ms=5, 100-byte values) against a broker
    process without the interceptor, with it installed and no fault set (no request log), and
    with the default request log: msgs/s and the broker's CPU seconds, with their ratios to
@@ -20,6 +25,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -155,9 +161,39 @@ def pytest_sessionfinish(session):
 """
 
 
-def per_test_overhead(n: int) -> tuple[float, float]:
+_BUSY_WRITER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+chunk = os.urandom(4 << 20)
+while True:
+    for _ in range(16):                  # 64 MiB, then start over: bounded on disk
+        os.write(fd, chunk)
+        os.fsync(fd)
+    os.lseek(fd, 0, os.SEEK_SET)
+"""
+
+
+class BusyDisk:
+    """Another process writing and fsyncing 4 MiB at a time in the temporary directory's file
+    system, for as long as the with block lasts."""
+
+    def __enter__(self):
+        self.path = Path(tempfile.mkdtemp(prefix="bench-busy-")) / "busy"
+        self.proc = subprocess.Popen([sys.executable, "-c", _BUSY_WRITER, str(self.path)])
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+        self.path.unlink(missing_ok=True)
+        self.path.parent.rmdir()
+
+
+def per_test_overhead(n: int, pythonpath: str | None = None) -> tuple[float, float]:
     """Median time per test (setup, call and teardown) with and without the fixtures; the
-    first test with them, which starts the session broker, is left out."""
+    first test with them, which starts the session broker, is left out. pythonpath: run
+    another checkout's gregor (--baseline)."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-plugin-"))
     (tmp / "conftest.py").write_text(_TIMING_CONFTEST)
     (tmp / "test_with.py").write_text(
@@ -167,9 +203,11 @@ def per_test_overhead(n: int) -> tuple[float, float]:
         f"import pytest\n@pytest.mark.parametrize('i', range({n}))\n"
         "def test_without(i):\n    assert i >= 0\n")
     times_file = tmp / "times.json"
+    env = dict(os.environ, BENCH_TIMES=str(times_file))
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp)],
-                   cwd=str(tmp), check=True, capture_output=True,
-                   env=dict(os.environ, BENCH_TIMES=str(times_file)))
+                   cwd=str(tmp), check=True, capture_output=True, env=env)
     times = json.loads(times_file.read_text())
     with_ = [t for k, t in times.items() if "test_with[" in k and not k.endswith("[0]")]
     without = [t for k, t in times.items() if "test_without[" in k]
@@ -236,11 +274,38 @@ def main() -> int:
     ap.add_argument("--tests", type=int, default=200)
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sections", default="0,1,2,3,4", help="which parts to run")
+    ap.add_argument("--busy-disk", action="store_true",
+                    help="section 3 also with another process writing and fsyncing")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="section 3 against another checkout of gregor too (its source tree, "
+                         "e.g. from git worktree or git archive), runs alternating, --repeat "
+                         "rounds, with the ratio")
     args = ap.parse_args()
+    sections = {int(x) for x in args.sections.split(",") if x.strip()}
 
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times grow "
           "with it; CPU times do not)")
-    print(f"0. importing the pytest plugin (after pytest): {summary(plugin_imports(args.cold))}")
+    if 0 in sections:
+        print(f"0. importing the pytest plugin (after pytest): "
+              f"{summary(plugin_imports(args.cold))}")
+    if 1 in sections:
+        section_1(args)
+    if 2 in sections:
+        print("2. BrokerProcess: start to the first Metadata, and stop")
+        for faults in (False, True):
+            s, t = process_starts(args.process, faults)
+            label = "with control channel" if faults else "plain gregor broker "
+            print(f"   {label}: start {summary(s)}; stop median "
+                  f"{statistics.median(t) * 1000:.0f} ms")
+    if 3 in sections:
+        section_3(args)
+    if 4 in sections:
+        section_4(args)
+    return 0
+
+
+def section_1(args) -> None:
     print("1. in-process Broker: start() to the first Metadata answered to confluent-kafka")
     starts, stops, alone = warm_starts(args.starts)
     print(f"   in this process (gregor imported): {summary(starts)}")
@@ -260,19 +325,38 @@ def main() -> int:
               f"Metadata {statistics.median([r['cpu'] for r in runs]) * 1000:.1f} ms "
               "(steadier than wall time on a shared machine)")
 
-    print("2. BrokerProcess: start to the first Metadata, and stop")
-    for faults in (False, True):
-        s, t = process_starts(args.process, faults)
-        label = "with control channel" if faults else "plain gregor broker "
-        print(f"   {label}: start {summary(s)}; stop median {statistics.median(t) * 1000:.0f} ms")
 
+def section_3(args) -> None:
     print("3. per-test overhead of gregor_broker_session + unique_topic")
-    with_, without = per_test_overhead(args.tests)
-    print(f"   median per test {with_ * 1000:.2f} ms with, {without * 1000:.2f} ms without: "
-          f"overhead {(with_ - without) * 1000:.2f} ms (creating a topic fsyncs the topic "
-          "list and its directory, as every CreateTopics does)")
+    for busy in (False, True) if args.busy_disk else (False,):
+        disk = "busy disk" if busy else "idle disk"
+        with (BusyDisk() if busy else contextlib.nullcontext()):
+            if not args.baseline:
+                with_, without = per_test_overhead(args.tests)
+                print(f"   {disk}: median per test {with_ * 1000:.2f} ms with, "
+                      f"{without * 1000:.2f} ms without: overhead "
+                      f"{(with_ - without) * 1000:.2f} ms (creating a topic makes the topic "
+                      "list durable: fsyncs)")
+                continue
+            runs: dict[str, list[float]] = {"this": [], "baseline": []}
+            for _ in range(args.repeat):          # alternating: the load drifts for both
+                for kind in ("baseline", "this"):
+                    with_, without = per_test_overhead(
+                        args.tests, args.baseline if kind == "baseline" else None)
+                    runs[kind].append(with_ - without)
+            this, base = (statistics.median(runs[k]) for k in ("this", "baseline"))
+            print(f"   {disk}: overhead per test, median of {args.repeat} rounds: this "
+                  f"{this * 1000:.2f} ms (rounds {_ms(runs['this'])}), baseline "
+                  f"{base * 1000:.2f} ms (rounds {_ms(runs['baseline'])}): ratio "
+                  f"{this / base:.2f}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
+
+def _ms(values: list[float]) -> str:
+    return ", ".join(f"{v * 1000:.1f}" for v in values)
+
+
+def section_4(args) -> None:
     for label, records, extra in (
             (f"{args.records} records batched (linger.ms=5)", args.records, {}),
             (f"{args.records // 15} records, one per request", args.records // 15,
@@ -283,7 +367,6 @@ def main() -> int:
         for kind, (rate, cpu) in rates.items():
             print(f"   {kind:24s}: {rate:10,.0f} msgs/s (ratio to none {rate / base:.3f});  "
                   f"broker CPU {cpu:.2f} s (ratio {cpu / base_cpu:.3f})")
-    return 0
 
 
 if __name__ == "__main__":

@@ -101,6 +101,8 @@ class Broker:
         self.cluster = None
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
         self.cleaner = None              # the log cleaner (gregor/log/cleaner/manager.py)
+        self.entity_configs = None       # user/client/ip configs: quotas, SCRAM credentials
+        self.quotas = None               # client quotas (gregor/broker/quotas/service.py)
         self.security = None             # TLS / SASL per listener, SCRAM credentials
         # the coordinators' clock: None is real time; gregor.testing sets a ManualClock
         self.clock = None
@@ -118,6 +120,7 @@ class Broker:
         self.producer_ids = self.cluster.producer_ids if self.cluster is not None \
             else ProducerIdManager(self.data_dir)
         self.store.load()
+        self._open_entity_configs()
         if self.cluster is not None:
             from .cluster import hw_checkpoint
             self._saved_hws = hw_checkpoint.read(self.data_dir)
@@ -139,6 +142,17 @@ class Broker:
         from .group.service import GroupService
         self.groups = GroupService(self)
         acl_setup.open_authorizer(self)
+
+    def _open_entity_configs(self) -> None:
+        """The store quotas and credentials share: the data directory's file on a single
+        node, ZooKeeper's /config znodes in a cluster (opened when it joined)."""
+        from .quotas.service import QuotaService
+        self.quotas = QuotaService(self.config)       # checks the quota window settings
+        if self.cluster is not None:
+            self.entity_configs = self.cluster.entity_configs
+            return
+        from .entity_configs.file_store import FileEntityConfigStore
+        self.entity_configs = FileEntityConfigStore(self.data_dir).load()
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int]:
         """Where this broker is reached on a listener (the first one when None or unknown)."""
@@ -184,6 +198,7 @@ class Broker:
         self.advertised_host, self.advertised_port = \
             self.endpoints.get(self.listeners.listeners[0].name) or \
             next(iter(self.endpoints.values()))
+        self._start_quotas()
         self.metrics.watch_purgatories(self.replica_manager.purgatories)
         self.metrics.watch_partitions(lambda: list(self.replica_manager.partitions.values()))
         if metrics_port is not None:
@@ -243,6 +258,10 @@ class Broker:
             self.txn.close()
         if self.groups is not None:
             self.groups.close()
+        if self.quotas is not None:
+            self.quotas.close()
+        if self.entity_configs is not None and self.cluster is None:
+            await self.entity_configs.close()
         if self.security is not None:
             self.security.close()
         await rm.wait_for_flush()
@@ -250,6 +269,13 @@ class Broker:
         rm.close_all()
         self.metrics.close()
         log.info("shutdown complete; logs flushed and closed cleanly")
+
+    def _start_quotas(self) -> None:
+        from .quotas.metrics import QuotaCollector
+        self.quotas.start(self.entity_configs, self.server)
+        self.metrics.registry.register(QuotaCollector(self.quotas))
+        if hasattr(self.entity_configs, "start_polling"):
+            self.entity_configs.start_polling()      # changes made by offline commands
 
     def _start_cleaner(self, loop) -> None:
         if not self.config.get("log.cleaner.enable"):
@@ -397,7 +423,23 @@ class Broker:
                 "raise the limit (ulimit -n, --set gregor.max.partitions=N)")
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
-        """Create an already validated topic and open its partitions."""
+        """Create an already validated topic and open its partitions.
+
+        Crash consistency (an acknowledged CreateTopics survives kill -9 and a power cut):
+        the topic list is the commit point. store.add writes it to a temporary file, fsyncs
+        it, renames it over the old list and fsyncs the data directory: two fsyncs, and the
+        topic, its partition count and configs are durable before this returns. Only then
+        are the partition directories made, with fsyncs of none of them: each holds one
+        empty segment and checkpoint files that recovery rebuilds, so a power cut that takes
+        a directory, a file or a file's contents leaves what opening it again recreates (an
+        empty log at offset 0; tests/log/test_log_creation_durability.py). The names start to
+        matter with the first data promised in them: a log's first fsync round (an acks=all
+        produce's group commit, a roll, the close) fsyncs its directory and the data
+        directory with the data (Log._ticket). The order also keeps a partition directory
+        from being durable while the list that names it is not: recovery would adopt such a
+        directory as a topic with default configs, so a CreateTopics that never answered
+        could come back with other settings than the ones asked for. kill -9 alone loses
+        nothing written before the answer (the page cache survives the process)."""
         t = self.store.add(name, partitions, configs)
         cfg = self.topic_config(t)
         for i in range(partitions):

@@ -199,6 +199,13 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "Pause of a follower after a failed fetch (leader unreachable, an error)."),
     _s("replica.socket.timeout.ms", "int", 30000,
        "A follower gives up on a leader's answer after this long and reconnects."),
+    _s("quota.window.num", "int", 11,
+       "Samples client quotas (byte rates, request time, connection rates) are measured over."),
+    _s("quota.window.size.seconds", "int", 1, "Time span of one client quota sample."),
+    _s("controller.quota.window.num", "int", 11,
+       "Samples of the controller mutation quota (its token bucket holds num x size x rate)."),
+    _s("controller.quota.window.size.seconds", "int", 1,
+       "Time span of one controller mutation quota sample."),
     # gregor's own settings (no Kafka equivalent).
     _s("gregor.fsync.acks.all", "bool", True,
        "acks=all produce requests are answered once their records are fsynced (group commit "

@@ -67,6 +67,9 @@ class Partition:
         self.committed_bytes = 0
         self._uncommitted: deque[tuple[int, int]] = deque()   # (end offset, bytes)
         self.wait_for_durable = False   # set by the ReplicaManager (gregor.fsync.acks.all)
+        # cluster mode, on a follower: the leader's HW as its last fetch response gave it
+        # (not capped by our log end, unlike high_watermark); None until then
+        self.leader_high_watermark: int | None = None
 
     # -- settings --------------------------------------------------------------------------
 
@@ -178,6 +181,7 @@ class Partition:
         self.isr = list(isr)
         self.replicas = list(replicas)
         self.state_zk_version = zk_version
+        self.leader_high_watermark = None
         if new_epoch:
             self.pending_isr = None
             self.log.leader_epochs.assign(epoch, self.log.log_end_offset)
@@ -198,6 +202,8 @@ class Partition:
         self.replicas = list(replicas)
         self.state_zk_version = zk_version
         self.pending_isr = None
+        if changed:
+            self.leader_high_watermark = None       # a new leader's HW is not known yet
         # The leader's bookkeeping is dropped; the one marker entry keeps
         # maybe_advance_high_watermark from moving our HW to our own log end.
         self.followers = {-1: FollowerState(0)}
@@ -230,7 +236,18 @@ class Partition:
 
     def follower_high_watermark(self, leader_hw: int) -> bool:
         """On a follower: the leader's HW, capped by what we have. True if it moved."""
+        self.leader_high_watermark = leader_hw
         return self._set_high_watermark(min(leader_hw, self.log.log_end_offset))
+
+    def log_end_offset_lag(self) -> int:
+        """How far this replica's log end is behind the partition's high watermark
+        (DescribeLogDirs' offset_lag): 0 on the leader; on a follower, the leader's HW from
+        its last fetch response minus our log end, 0 until one arrived. Kafka computes
+        max(HW - LEO, 0) from a follower HW it caps at the follower's log end, which is
+        nearly always 0; the leader's own HW gives the lag the field describes."""
+        if self.is_leader or self.leader_high_watermark is None:
+            return max(self.high_watermark - self.log.log_end_offset, 0)
+        return max(self.leader_high_watermark - self.log.log_end_offset, 0)
 
     def isr_change(self, now_ms: int, lag_ms: int, expand: bool = True) -> list[int] | None:
         """The ISR this leader should ask for, or None: followers not caught up for lag_ms

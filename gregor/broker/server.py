@@ -125,6 +125,7 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = "?"
         self.client_host = ""
         self.principal = ANONYMOUS           # replaced when the connection authenticates
+        self.authz_memo = None               # allowed ACL decisions (security/checks.py)
         self.protocol = "PLAINTEXT"          # the listener's security protocol
         # SASL listeners: the authentication gate every frame passes (security/gate.py) until
         # the connection is authenticated for good; None otherwise
@@ -141,6 +142,8 @@ class Connection(asyncio.BufferedProtocol):
         self.paused_for_queue = False
         self.paused_for_writes = False
         self.stopped_reading = False
+        self.paused_for_throttle = False     # muted by a quota (KIP-219)
+        self._throttle_timer = None
         self.last_active = time.monotonic()
 
     # -- asyncio.Protocol -----------------------------------------------------------------
@@ -161,6 +164,9 @@ class Connection(asyncio.BufferedProtocol):
             self.closed = True
             transport.abort()
             return
+        if srv.quotas is not None and not srv.quotas.admit(self, transport):
+            self.closed = True               # over connection_creation_rate: closed later
+            return
         srv.connections.add(self)
         srv.metrics.connection_opened()
         if srv.security is not None and not srv.security.on_connect(self):
@@ -178,6 +184,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc) -> None:
         self.closed = True
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
         if self in self.server.connections:
             self.server.connections.discard(self)
             self.server.metrics.connection_closed()
@@ -294,8 +302,11 @@ class Connection(asyncio.BufferedProtocol):
             return
         srv.metrics.request(api_key)
         ctx = RequestContext(self, handler.api, header, started)
+        quotas = srv.quotas                  # None unless a client quota is configured
         try:
-            if srv.interceptor is None:
+            if quotas is not None:
+                result = quotas.handle(handler, ctx, body, len(frame), srv.interceptor)
+            elif srv.interceptor is None:
                 result = handler.handle(ctx, body)
             else:               # a test's fault injection (gregor/testing/interceptor.py)
                 result = srv.interceptor(handler, ctx, body)
@@ -395,11 +406,28 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- flow control and closing ---------------------------------------------------------
 
+    def throttle(self, ms: int) -> None:
+        """Read nothing more from this client for ms milliseconds (a quota's throttle)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        if self._throttle_timer is not None:
+            if self._throttle_timer.when() >= until:
+                return
+            self._throttle_timer.cancel()
+        self._throttle_timer = loop.call_at(until, self._end_throttle)
+        self.paused_for_throttle = True
+        self._update_reading()
+
+    def _end_throttle(self) -> None:
+        self._throttle_timer = None
+        self.paused_for_throttle = False
+        self._update_reading()
+
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
         stop = (self.paused_for_queue or self.paused_for_writes or self.paused_for_memory
-                or self.close_when_drained or self.server.stopping)
+                or self.paused_for_throttle or self.close_when_drained or self.server.stopping)
         if stop and not self.stopped_reading:
             self.stopped_reading = True
             self.transport.pause_reading()
@@ -467,6 +495,8 @@ class Server:
         self.refusing = ""
         # gregor.testing's fault injection: called instead of the handler when set
         self.interceptor: Callable | None = None
+        # the quota enforcer (gregor/broker/quotas) while any client quota is configured
+        self.quotas = None
         # per-listener TLS and SASL (security/listener_security.py); None: all PLAINTEXT
         self.security = None
         self._servers: list[asyncio.AbstractServer] = []

@@ -408,7 +408,7 @@ def remove(force, **o):
                             f"`{_kafka_pattern(r)}`?")
                 filters = [AclBindingFilter(r, ANY_FILTER.entry)]
             else:
-                question = (f"Are you sure you want to remove ACLs: "
+                question = ("Are you sure you want to remove ACLs: "
                             + "".join(f"\n \t{_kafka_entry(e)}" for e in sorted(entries, key=str))
                             + f"\n from resource filter `{_kafka_pattern(r)}`?")
                 filters = [AclBindingFilter(r, AccessControlEntryFilter(

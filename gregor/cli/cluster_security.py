@@ -210,9 +210,9 @@ def create_users(files: SecureClusterFiles, zk_connect: str) -> None:
     brokers' ZooKeeper login so the znodes carry their ACLs. Existing users are kept."""
     from ..broker.cluster.zk_security import zk_security
     from ..broker.config import BrokerConfig
-    from ..broker.security.credentials_zk import ZkCredentialStore
+    from ..broker.security.credentials_zk import ZkCredentials
     from ..security.scram import MECHANISMS, credential_from_password
-    store = ZkCredentialStore.connect(zk_connect,
+    store = ZkCredentials.connect(zk_connect,
                                       security=zk_security(BrokerConfig(files.zk_settings())))
     try:
         have = store.all_user_configs()

@@ -2,6 +2,7 @@
 
     gregor console --bootstrap-server 127.0.0.1:9092
     gregor console --listen 0.0.0.0:8080 --token "$(openssl rand -hex 16)" --read-only
+    gregor console -b broker1:9093 --command-config client.properties   # SASL_SSL, mTLS
 
 Prints `gregor console ready on http://HOST:PORT` once it accepts connections. Binds to
 127.0.0.1 unless told otherwise; see docs/console.md for running it safely.
@@ -13,7 +14,7 @@ import sys
 
 import click
 
-from .client_options import bootstrap_option, parse_props
+from .client_options import bootstrap_option, command_config, parse_props
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -34,10 +35,11 @@ def _listen(value: str) -> tuple[str, int]:
               help="Require this bearer token (or the login cookie set from it); also "
                    "$GREGOR_CONSOLE_TOKEN.")
 @click.option("--metrics-url", default=None, metavar="URL",
-              help="A broker's Prometheus endpoint, for partition sizes when the broker "
-                   "serves no DescribeLogDirs (gregor's --metrics-port).")
+              help="A gregor broker's Prometheus endpoint (its --metrics-port), for "
+                   "partition sizes when DescribeLogDirs is not available.")
 @click.option("--property", "-X", "props", multiple=True, metavar="KEY=VALUE",
-              help="Client config for the console's clients (security.protocol, sasl.*, ...).")
+              help="Client config for the console's clients (security.protocol, sasl.*, ...); "
+                   "over --command-config's.")
 @click.option("--lag-interval", type=float, default=5.0, show_default=True,
               help="Seconds between two lag samples.")
 def command(bootstrap, listen, read_only, token, metrics_url, props, lag_interval):
@@ -55,7 +57,8 @@ def command(bootstrap, listen, read_only, token, metrics_url, props, lag_interva
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="--token")
     settings = ConsoleSettings(bootstrap=bootstrap, read_only=read_only, token=token,
-                               metrics_url=metrics_url, client_config=parse_props(props),
+                               metrics_url=metrics_url,
+                               client_config={**command_config(), **parse_props(props)},
                                lag_interval_s=lag_interval)
     loopback = host in LOOPBACK_HOSTS or host.startswith("127.")
     app = create_app(settings, allowed_hosts=(LOOPBACK_HOSTS | {host}) if loopback else None)

@@ -6,7 +6,7 @@ import importlib
 
 import click
 
-SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "acls", "users",
+SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "acls", "users", "quotas",
                "produce", "consume", "perf", "demo", "console"]
 
 

@@ -10,8 +10,8 @@
 The password comes from --password-file (its first line), a prompt, or --password (visible to
 other users of the machine: a warning says so). Each mechanism gets its own credential; by
 default both SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka needs one per mechanism a client may use).
-Offline, the command writes what the broker reads (the data directory's credential file, or
-ZooKeeper's /config/users/<user> with a change notification); online, it salts the password
+Offline, the command writes what the broker reads (the data directory's entity config file,
+or ZooKeeper's /config/users/<user> with a change notification); online, it salts the password
 here and sends only the salted form (AlterUserScramCredentials).
 """
 from __future__ import annotations
@@ -79,8 +79,8 @@ class _Target:
             from ..broker.security.credentials import FileCredentialStore
             self.store = FileCredentialStore(data_dir)
         elif zookeeper:
-            from ..broker.security.credentials_zk import ZkCredentialStore
-            self.store = ZkCredentialStore.connect(zookeeper, security=_zk_security(zk_config))
+            from ..broker.security.credentials_zk import ZkCredentials
+            self.store = ZkCredentials.connect(zookeeper, security=_zk_security(zk_config))
         else:
             from ..client.admin import AdminClient
             self.admin = AdminClient(client_config(bootstrap or DEFAULT_BOOTSTRAP))

@@ -19,6 +19,7 @@ from .admin_acls import AclAdminMethods
 from .admin_groups import GroupAdminMethods
 from .admin_users import (ScramCredentialInfo, UserScramAdminMethods,
                           UserScramCredentialDeletion, UserScramCredentialUpsertion)
+from .admin_quotas import QuotaAdminMethods
 from .admin_transactions import TransactionAdminMethods
 from .errors import ClientError
 from .metadata import Metadata
@@ -122,7 +123,7 @@ def _error(code: int, what: str, broker_message: str | None = None) -> KafkaErro
 
 
 class AdminClient(GroupAdminMethods, TransactionAdminMethods, AclAdminMethods,
-                  UserScramAdminMethods):
+                  UserScramAdminMethods, QuotaAdminMethods):
     def __init__(self, config: dict | None = None, *, network=None, **kwargs):
         cfg = parse_config(ADMIN_OPTIONS, config, kwargs, what="admin", ignore_unknown=True)
         check_common(cfg)

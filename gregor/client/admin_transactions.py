@@ -179,18 +179,24 @@ class TransactionAdminMethods:
                         for a in p["active_producers"]]
         return out
 
-    def describe_log_dirs(self, brokers=None, timeout: float | None = None
-                          ) -> dict[int, list[LogDirDescription]]:
+    def describe_log_dirs(self, brokers=None, timeout: float | None = None,
+                          partitions=None) -> dict[int, list[LogDirDescription]]:
         """{broker id: [LogDirDescription]} for every partition of every log directory of
-        the given brokers (all by default). Raises UnsupportedVersionError on a broker that
-        does not serve DescribeLogDirs."""
+        the given brokers (all by default), or only the given [(topic, partition)]. Raises
+        UnsupportedVersionError on a broker that does not serve DescribeLogDirs."""
         deadline = time.monotonic() + self._timeout(timeout)
         self._metadata([], max(0.001, deadline - time.monotonic()))
         nodes = sorted(self._net.metadata.brokers) if brokers is None else list(brokers)
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for t, p in partitions:
+                by_topic.setdefault(t, []).append(int(p))
+            topics = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
         out = {}
         for node in nodes:
             version = self._version(node, "DescribeLogDirs", 4, deadline)
-            resp = self._net.request(node, "DescribeLogDirs", {"topics": None}, version,
+            resp = self._net.request(node, "DescribeLogDirs", {"topics": topics}, version,
                                      max(0.001, deadline - time.monotonic()))
             if resp.get("error_code"):
                 code = resp["error_code"]

@@ -58,7 +58,7 @@ class Connection:
     __slots__ = ("node_id", "host", "port", "sock", "state", "out", "out_pos", "rbuf",
                  "frame", "frame_fill", "in_flight", "versions", "deadline", "failures",
                  "next_attempt", "last_used", "registered_events", "av_version",
-                 "auth_error", "reauth_at", "session_end")
+                 "auth_error", "reauth_at", "session_end", "throttle_until")
 
     def __init__(self, node_id, host, port):
         self.node_id = node_id
@@ -82,4 +82,5 @@ class Connection:
         self.auth_error = None           # the last TLS / SASL failure (AuthenticationError)
         self.reauth_at = None            # when the SASL session is re-authenticated (KIP-368)
         self.session_end = None          # when the broker ends the session
+        self.throttle_until = 0.0        # a broker's quota throttle: send nothing before it
 

@@ -22,6 +22,7 @@ from typing import Callable
 
 from ..protocol import messages
 from ..protocol.header import decode_response
+from ..protocol.throttle import client_throttles
 from .frames import FramePieces, request_frame
 from .config import COMMON_OPTIONS, bootstrap_list, check_common, parse_config
 from .connection import (API_VERSIONS as _API_VERSIONS, AUTHENTICATING, CONNECTING,
@@ -206,10 +207,12 @@ class NetworkClient(BlockingRequests):
         if c is None:
             return False
         if c.state == READY:
-            if c.reauth_at is not None and \
-                    (self.clock() if now is None else now) >= c.reauth_at:
+            now = self.clock() if now is None else now
+            if c.reauth_at is not None and now >= c.reauth_at:
                 self._security.renew(self, c, self.clock())     # KIP-368: not before it
                 return False
+            if c.throttle_until and now < c.throttle_until:
+                return False         # the broker throttled us (KIP-219): wait it out
             return len(c.in_flight) < self.max_in_flight
         if c.state == DISCONNECTED:
             now = self.clock() if now is None else now
@@ -224,7 +227,11 @@ class NetworkClient(BlockingRequests):
     def connection_delay(self, node_id: int, now: float) -> float:
         """Seconds until a connection attempt to node_id may start (0 if now)."""
         c = self._conns.get(node_id)
-        if c is None or c.state != DISCONNECTED:
+        if c is None:
+            return 0.0
+        if c.state == READY:
+            return max(0.0, c.throttle_until - now)
+        if c.state != DISCONNECTED:
             return 0.0
         return max(0.0, c.next_attempt - now)
 
@@ -415,6 +422,13 @@ class NetworkClient(BlockingRequests):
         if req.api is _API_VERSIONS and c.state == NEGOTIATING:
             self._on_api_versions(c, req, body)
             return
+        throttle_ms = body.get("throttle_time_ms") if type(body) is dict else None
+        if throttle_ms and throttle_ms > 0 and client_throttles(req.api.key, req.version):
+            # KIP-219: the broker muted this connection for that long; like Kafka's clients,
+            # send it nothing meanwhile (ready() is False, connection_delay() says how long)
+            c.throttle_until = max(c.throttle_until, now + throttle_ms / 1000.0)
+            log.debug("node %s throttled us for %d ms (%s)", c.node_id, throttle_ms,
+                      req.api.name)
         self._complete(req, body, None)
 
     @staticmethod
@@ -527,7 +541,8 @@ class NetworkClient(BlockingRequests):
         known = [self._conn(n) for n in self.metadata.brokers]
         best, best_load = None, None
         for c in known:
-            if c.state == READY and len(c.in_flight) < self.max_in_flight:
+            if c.state == READY and len(c.in_flight) < self.max_in_flight and \
+                    now >= c.throttle_until:
                 if best is None or len(c.in_flight) < best_load:
                     best, best_load = c, len(c.in_flight)
         if best is not None:
@@ -541,7 +556,8 @@ class NetworkClient(BlockingRequests):
         n = len(self._bootstrap)
         for i in range(n):
             c = self._bootstrap[(self._boot_rr + i) % n]
-            if c.state == READY and len(c.in_flight) < self.max_in_flight:
+            if c.state == READY and len(c.in_flight) < self.max_in_flight and \
+                    now >= c.throttle_until:
                 return c.node_id
         for i in range(n):
             c = self._bootstrap[(self._boot_rr + i) % n]

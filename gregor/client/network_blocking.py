@@ -35,8 +35,11 @@ class BlockingRequests:
                     + f"; check bootstrap.servers={self.cfg['bootstrap.servers']} and that "
                       "the broker is running")
             wait = deadline - now
-            if node is None or self.connection_delay(node, now) > 0:
+            delay = self.connection_delay(node, now) if node is not None else 0.0
+            if node is None or (delay > 0 and c.state == "disconnected"):
                 wait = min(wait, max(self.time_to_next_attempt(now), 0.001))
+            elif delay > 0:
+                wait = min(wait, delay)          # throttled by the broker's quota
             self._poll_internal(min(wait, 0.05))
 
     def authentication_failure(self, node_id: int | None = None):

@@ -2,16 +2,20 @@
 configs, and the topic changes an operator makes. Plain dicts out (the /api/ JSON is the same
 data the templates render), every blocking call on the ClientPool's threads.
 
-Partition sizes come from DescribeLogDirs when the broker serves it (Kafka does), else from the
-broker's Prometheus endpoint (--metrics-url; gregor's `gregor_partition_log_size_bytes`), else
-they are left out.
+Partition sizes come from DescribeLogDirs when the brokers serve it (Kafka and gregor do) and
+the console's principal may use it (DESCRIBE on the cluster), else from a broker's Prometheus
+endpoint (--metrics-url; gregor's `gregor_partition_log_size_bytes`), else they are left out.
 """
 from __future__ import annotations
 
+import logging
 import urllib.request
 
 from ..client.admin import NewTopic
+from ..protocol.errors import KafkaError
 from .workers import ClientPool
+
+log = logging.getLogger("gregor.console")
 
 _METRICS_TIMEOUT_S = 3.0
 _SIZE_METRIC = "gregor_partition_log_size_bytes"
@@ -58,17 +62,25 @@ class ClusterModel:
         self._log_dirs_supported: bool | None = None
 
     # -- sizes --------------------------------------------------------------------------------
-    def _sizes(self, admin) -> tuple[dict, str | None]:
-        """({(topic, partition): bytes}, where they came from)."""
+    def _sizes(self, admin, partitions=None) -> tuple[dict, str | None]:
+        """({(topic, partition): bytes}, where they came from); partitions: only these
+        [(topic, partition)] (all when None)."""
         if self._log_dirs_supported is None:
             self._log_dirs_supported = admin.supports("DescribeLogDirs")
         if self._log_dirs_supported:
             sizes: dict = {}
-            for dirs in admin.describe_log_dirs().values():
-                for d in dirs:
-                    for tp, n in d.partition_sizes.items():
-                        sizes[tp] = max(n, sizes.get(tp, 0))   # the largest replica's log
-            return sizes, "DescribeLogDirs"
+            try:
+                found = admin.describe_log_dirs(partitions=partitions)
+            except KafkaError as e:
+                # e.g. CLUSTER_AUTHORIZATION_FAILED: the page shows without sizes (or with
+                # the metrics' ones) rather than failing
+                log.info("no partition sizes from DescribeLogDirs: %s", e)
+            else:
+                for dirs in found.values():
+                    for d in dirs:
+                        for tp, n in d.partition_sizes.items():
+                            sizes[tp] = max(n, sizes.get(tp, 0))   # the largest replica's
+                return sizes, "DescribeLogDirs"
         if self.settings.metrics_url:
             try:
                 return read_metrics_sizes(self.settings.metrics_url), "metrics"
@@ -136,7 +148,7 @@ class ClusterModel:
             starts = admin.list_offsets({tp: "earliest" for tp in tps}) if tps else {}
             ends = admin.list_offsets({tp: "latest" for tp in tps}) if tps else {}
             configs = admin.describe_configs([name])[name]
-            sizes, source = self._sizes(admin)
+            sizes, source = self._sizes(admin, [(name, p.partition) for p in d.partitions])
             return d, starts, ends, configs, sizes, source
         d, starts, ends, configs, sizes, source = await self.pool.admin(read)
         return {

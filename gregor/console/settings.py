@@ -10,7 +10,7 @@ class ConsoleSettings:
     bootstrap: str = "localhost:9092"
     read_only: bool = False
     token: str | None = None
-    metrics_url: str | None = None         # a broker's Prometheus endpoint (partition sizes)
+    metrics_url: str | None = None         # sizes when DescribeLogDirs is not available
     client_config: dict = field(default_factory=dict)   # extra client settings (TLS, SASL...)
     # Seconds any one admin call may take; short, so a broker that went away shows a banner
     # quickly instead of a page that hangs.

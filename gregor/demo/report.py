@@ -68,12 +68,19 @@ def analyse(cells: DataFrame) -> Findings:
         cells.groupBy("hour_start", "origin").agg(F.avg("visib").alias("visib"), F.avg("precip").alias("precip"),
                                                   F.avg("wind_speed").alias("wind_speed")),
         ["hour_start", "origin"]).where("flights >= 3"))
-    corr = hourly.agg(*[F.corr("avg_dep_delay", c).alias(c) for c in ("visib", "precip", "wind_speed")]).first()
+    # A correlation is undefined (None) where a column does not vary; PySpark 4.2's corr() then
+    # fails with DIVIDE_BY_ZERO under ANSI mode (4.3 returns null), so it is only asked where
+    # both sides vary.
+    factors = ("visib", "precip", "wind_speed")
+    spread = hourly.agg(*[F.stddev_samp(c).alias(c) for c in ("avg_dep_delay",) + factors]).first()
+    varying = [c for c in factors if spread[c] and spread["avg_dep_delay"]]
+    found = hourly.agg(*[F.corr("avg_dep_delay", c).alias(c) for c in varying]).first() if varying else None
+    corr = {c: (found[c] if c in varying else None) for c in factors}
     cells.unpersist()
     return Findings(cells=int(totals["cells"] or 0), flights=int(totals["flights"] or 0), carriers=carriers,
                     origins=origins, hours=hours, worst_hours=worst, visibility=visibility, rain=rain,
                     monthly=monthly, correlations={k: (None if v is None else float(v))
-                                                   for k, v in corr.asDict().items()})
+                                                   for k, v in corr.items()})
 
 
 def _fmt(v, digits=1):

@@ -92,6 +92,8 @@ class Log:
         self._rp_lock = threading.Lock()
         self._generation = 0            # bumped by truncation: stale SyncTickets are ignored
         self._dir_dirty = True          # files were created that no directory fsync covers
+        # the directory itself was just created: its name in the parent needs an fsync too
+        self._parent_dirty = loaded.created
         self._closed = False
         # ids of segments whose files the cleaner is swapping (cleaner/cleaner.py): retention
         # leaves them, and every segment after them, for its next pass
@@ -116,6 +118,11 @@ class Log:
         self.txn_index.load(self._bases, self.log_end_offset)
         # recovery may have cut a torn tail the checkpoint already named an epoch for
         self.leader_epochs.truncate_from_end(self.log_end_offset)
+        if loaded.created:
+            # A new, empty log: no producer state to snapshot, and the checkpoints would only
+            # say what their absence says (log start 0, nothing to recover); they are written
+            # when they first say more. Files not made are files a busy disk waits on.
+            return self
         self._rebuild_producer_state(clean=loaded.report.clean)
         self._persist_log_start()
         self._persist_recovery_point(force=True)
@@ -352,6 +359,9 @@ class Log:
         if self._dir_dirty:          # new segment files since the last sync: make names durable
             ticket.fds.append(dup_dir_fd(self.dir))
             self._dir_dirty = False
+        if self._parent_dirty:       # a new log: its directory's name in the data directory
+            ticket.fds.append(dup_dir_fd(os.path.dirname(os.path.abspath(self.dir))))
+            self._parent_dirty = False
         return ticket
 
     def _flush_in_background(self, ticket: SyncTicket) -> None:

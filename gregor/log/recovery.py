@@ -50,6 +50,9 @@ class LoadedLog:
     log_start_offset: int
     recovery_point: int
     report: RecoveryReport
+    # the directory did not exist: its entry in the parent is not durable yet (Log's first
+    # fsync round makes it so, before any data in it is promised)
+    created: bool = False
 
 
 def read_checkpoint(directory: str, name: str) -> int | None:
@@ -96,6 +99,7 @@ def _segment_bases(directory: str) -> list[int]:
 
 
 def load_segments(directory: str, config: LogConfig, now_ms: int) -> LoadedLog:
+    created = not os.path.isdir(directory)
     os.makedirs(directory, exist_ok=True)
     marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
     clean = os.path.exists(marker)
@@ -155,9 +159,12 @@ def load_segments(directory: str, config: LogConfig, now_ms: int) -> LoadedLog:
         segments.append(Segment(directory, start, index_interval=config.index_interval_bytes,
                                 max_index_entries=config.max_index_entries, now_ms=now_ms))
     log_start = max(persisted_start or 0, segments[0].base_offset)
-    if not clean:
+    if not clean and not created:
         # What was read back may still sit only in the page cache (the process died, the
-        # machine did not): make it durable before trusting it as below the recovery point.
+        # machine did not): make it durable before trusting it as below the recovery point,
+        # names included: the segments' in this directory, this directory's in its parent.
+        # (A directory created just now holds one empty segment: nothing was read back, and
+        # the log's first fsync round covers its names before any data is promised.)
         for seg in segments:
             if seg.base_offset >= _containing_base(segments, recovery_point):
                 seg.open_indexes_for_append()
@@ -168,13 +175,14 @@ def load_segments(directory: str, config: LogConfig, now_ms: int) -> LoadedLog:
                         os.close(fd)
                 seg.seal()
         fsync_dir(directory)
+        fsync_dir(os.path.dirname(os.path.abspath(directory)))
         recovery_point = segments[-1].next_offset
-    if clean:
+    if clean or created:
         recovery_point = segments[-1].next_offset
     segments[-1].open_indexes_for_append()
     if os.path.exists(marker):
         os.unlink(marker)
-    return LoadedLog(segments, log_start, recovery_point, report)
+    return LoadedLog(segments, log_start, recovery_point, report, created=created)
 
 
 def _containing_base(segments: list[Segment], offset: int) -> int:

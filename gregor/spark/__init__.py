@@ -1,8 +1,8 @@
 """PySpark data source for gregor topics: `format("gregor")` for batch and streaming reads and
 writes, with the options and schema of Spark's Kafka connector.
 
-PySpark is imported only when `register` or `gregor.spark.source` is used, so the rest of
-gregor works without it."""
+PySpark is imported only when `register`, `to_topic` or `gregor.spark.source` is used, so the
+rest of gregor works without it."""
 from __future__ import annotations
 
 
@@ -13,4 +13,11 @@ def register(spark) -> None:
     spark.dataSource.register(GregorDataSource)
 
 
-__all__ = ["register"]
+def to_topic(options=None, **more):
+    """foreachBatch function writing a streaming query's output into a topic in any output
+    mode (update and complete included); see gregor/spark/to_topic.py."""
+    from .to_topic import to_topic as make
+    return make(options, **more)
+
+
+__all__ = ["register", "to_topic"]

@@ -43,9 +43,26 @@ def build_batch(topic: str, partition: int, offsets, timestamps_ms, timestamp_ty
             pc.multiply(ts, pa.scalar(1000, pa.int64())).cast(TIMESTAMP_TYPE),
             pa.array(timestamp_types, pa.int32())]
     if include_headers:
-        cols.append(pa.array([[{"key": k, "value": v} for k, v in (h or ())] for h in headers],
+        # a record without headers has null headers, as in Spark's Kafka source
+        cols.append(pa.array([[{"key": k, "value": v} for k, v in h] if h else None for h in headers],
                              HEADER_TYPE))
     return pa.RecordBatch.from_arrays(cols, schema=arrow_read_schema(include_headers))
+
+
+def check_read_schema(fields: Sequence[tuple[str, str]], include_headers: bool) -> None:
+    """A schema given with .schema(...) is refused, as Spark's Kafka source refuses it: the
+    source's columns are fixed. (A Python data source cannot tell a given schema from its own
+    when they are equal, so only a different one can be refused.)"""
+    want = [(f.name, _SPARK_TYPES[str(f.type)]) for f in arrow_read_schema(include_headers)]
+    got = [(name, typ.replace(" ", "")) for name, typ in fields]
+    if got != want:
+        raise OptionError("the gregor source has a fixed schema and cannot be set with a custom one "
+                          f"(as Spark's Kafka source): drop .schema(...); the columns are {read_ddl(include_headers)}")
+
+
+_SPARK_TYPES = {"binary": "binary", "string": "string", "int32": "int", "int64": "bigint",
+                "timestamp[us, tz=UTC]": "timestamp",
+                "list<item: struct<key: string, value: binary>>": "array<struct<key:string,value:binary>>"}
 
 
 # -- sink -------------------------------------------------------------------------------------
@@ -56,14 +73,16 @@ _SINK_TYPES = {
 }
 
 
-def check_sink_schema(fields: Sequence[tuple[str, str]]) -> None:
-    """fields: (name, Spark simpleString type). Raises OptionError naming the column to fix."""
+def check_sink_schema(fields: Sequence[tuple[str, str]], topic_option: bool = False) -> None:
+    """fields: (name, Spark simpleString type). Raises OptionError naming the column to fix.
+    Names match case-sensitively, as in Spark's KafkaWriter; a `topic` column is not looked
+    at when the `topic` option is set (the option wins)."""
     for name, typ in fields:
-        lname = name.lower()
+        lname = name
         if lname in ("value", "key") and typ not in ("string", "binary"):
             raise OptionError(f"column '{name}' has type {typ}; the gregor sink needs {_SINK_TYPES[lname]} "
                               f"(for example col('{name}').cast('string') or to_json(struct(...)))")
-        if lname == "topic" and typ != "string":
+        if lname == "topic" and typ != "string" and not topic_option:
             raise OptionError(f"column 'topic' has type {typ}; the gregor sink needs string")
         if lname == "partition" and typ != "int":
             raise OptionError(f"column 'partition' has type {typ}; the gregor sink needs int "
@@ -74,10 +93,8 @@ def check_sink_schema(fields: Sequence[tuple[str, str]]) -> None:
 
 
 def _column(batch: pa.RecordBatch, name: str):
-    for i, f in enumerate(batch.schema):
-        if f.name.lower() == name:
-            return batch.column(i)
-    return None
+    i = batch.schema.get_field_index(name)  # case-sensitive, as Spark's KafkaWriter
+    return None if i < 0 else batch.column(i)
 
 
 def sink_columns(batch: pa.RecordBatch):

@@ -15,9 +15,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import pool
 from .arrow import HEADER_TYPE, arrow_read_schema, build_batch, sink_columns
+from .kafka_params import admin_params, consumer_params, producer_params
 from .offsets import DataLossError, OffsetRange, Offsets, TopicPartition
-from .options import Subscription
+from .options import OptionError, Subscription
 
 log = logging.getLogger("gregor.spark")
 
@@ -26,48 +28,116 @@ log = logging.getLogger("gregor.spark")
 FETCH_PARTITION_BYTES = 8 * 1024 * 1024
 
 
-def _consumer(config: dict):
-    from gregor.client.consumer import Consumer
-    cfg = dict(config)
-    cfg.setdefault("enable.auto.commit", False)  # progress lives in Spark's checkpoint
+def consumer_config(config: dict, group_id: str | None = None) -> dict:
+    """The source's consumer settings: the kafka.* options gregor's Consumer knows (the
+    others are logged and dropped, see kafka_params) plus what the connector decides."""
+    cfg = consumer_params(config)
+    if group_id:
+        cfg.setdefault("group.id", group_id)   # kafka.group.id wins, as in Spark
+    cfg["enable.auto.commit"] = False  # progress lives in Spark's checkpoint
     cfg.setdefault("auto.offset.reset", "none")  # a vanished offset must surface, not be papered over
     cfg.setdefault("max.partition.fetch.bytes", FETCH_PARTITION_BYTES)
-    return Consumer(cfg)
+    return cfg
+
+
+def _consumer(config: dict, group_id: str | None = None):
+    from gregor.client.consumer import Consumer
+    return Consumer(consumer_config(config, group_id))
 
 
 def _admin(config: dict):
     """An AdminClient given only the keys it knows (the source's kafka.* options may hold
     consumer settings, which the admin client would reject as unknown)."""
-    from gregor.client.admin import ADMIN_OPTIONS, AdminClient
-    known = {o.name for o in ADMIN_OPTIONS}
-    return AdminClient({k: v for k, v in config.items() if k in known})
+    from gregor.client.admin import AdminClient
+    return AdminClient(admin_params(config))
 
 
 class TopicMetadata:
-    """Driver-side metadata and offset queries (one consumer, reused across micro-batches)."""
+    """Driver-side metadata and offset queries (one consumer and one admin client, reused
+    across micro-batches).
 
-    def __init__(self, config: dict):
-        self._consumer = _consumer(config)
-        self._admin = _admin(config)
+    Every query is tried up to `attempts` times (fetchOffset.numRetries), pausing
+    `retry_interval_ms` (fetchOffset.retryIntervalMs) and reopening the clients after a
+    failure, as Spark's KafkaOffsetReaderAdmin.withRetries: a topic being created, a leader
+    moving or a broker restarting does not fail the query at once."""
 
-    def partitions(self, subscription: Subscription) -> list[TopicPartition]:
-        if subscription.kind == "assign":
-            return list(subscription.assigned)
-        out = []
-        for name, desc in self._admin.list_topics().items():
-            if name.startswith("__") or not subscription.matches(name):
-                continue
-            out.extend((name, p.partition) for p in desc.partitions)
-        return sorted(out)
+    def __init__(self, config: dict, *, group_id: str | None = None, attempts: int = 1,
+                 retry_interval_ms: int = 0):
+        self._config = config
+        self._group_id = group_id
+        self._attempts = max(1, attempts)
+        self._interval_s = retry_interval_ms / 1000
+        self._consumer_ = None
+        self._admin_ = None
+
+    @property
+    def _consumer(self):
+        if self._consumer_ is None:
+            self._consumer_ = _consumer(self._config, self._group_id)
+        return self._consumer_
+
+    @property
+    def _admin(self):
+        if self._admin_ is None:
+            self._admin_ = _admin(self._config)
+        return self._admin_
+
+    def _with_retries(self, what: str, body):
+        for attempt in range(1, self._attempts + 1):
+            try:
+                return body()
+            except Exception as e:
+                if attempt >= self._attempts:
+                    raise
+                log.warning("attempt %d of %d to %s failed (%s); retrying in %d ms "
+                            "(fetchOffset.numRetries / fetchOffset.retryIntervalMs)",
+                            attempt, self._attempts, what, e, self._interval_s * 1000)
+                time.sleep(self._interval_s)
+                self.close()   # fresh clients for the next attempt, as Spark resets its admin
+
+    def partitions(self, subscription: Subscription, *, required: bool = False) -> list[TopicPartition]:
+        """The partitions a subscription covers now. `required`: none at all is an error
+        (retried: the topic may be being created)."""
+        def body():
+            if subscription.kind == "assign":
+                out = list(subscription.assigned)
+            else:
+                out = sorted((name, p.partition) for name, desc in self._admin.list_topics().items()
+                             if subscription.matches(name) for p in desc.partitions)
+            if required and not out:
+                names = ", ".join(subscription.topics) or "the assigned topics"
+                raise OptionError(f"no partitions found for {names}; create the topic first "
+                                  "(gregor topics create ...) or check the name")
+            return out
+        return self._with_retries("list the subscribed partitions", body)
 
     def earliest(self, tps: list[TopicPartition]) -> Offsets:
-        return dict(self._consumer.beginning_offsets(list(tps))) if tps else {}
+        if not tps:
+            return {}
+        return self._with_retries("fetch earliest offsets",
+                                  lambda: dict(self._consumer.beginning_offsets(list(tps))))
 
-    def latest(self, tps: list[TopicPartition]) -> Offsets:
-        return dict(self._consumer.end_offsets(list(tps))) if tps else {}
+    def latest(self, tps: list[TopicPartition], known: Offsets | None = None) -> Offsets:
+        """Latest offsets. With `known` (offsets the query already reached), a latest offset
+        below a known one is asked again (up to the attempts) before it is believed: a
+        follower that just became leader can answer with a stale end (KAFKA-7703; Spark's
+        fetchLatestOffsets does the same)."""
+        if not tps:
+            return {}
+        got = {}
+        for attempt in range(1, self._attempts + 1):
+            got = self._with_retries("fetch latest offsets",
+                                     lambda: dict(self._consumer.end_offsets(list(tps))))
+            behind = [tp for tp in got if known and tp in known and got[tp] < known[tp]]
+            if not behind or attempt >= self._attempts:
+                return got
+            log.warning("latest offsets below those already read for %s; asking again", behind)
+            time.sleep(self._interval_s)
+        return got
 
     def offsets_for_times(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int | None]:
-        found = self._consumer.offsets_for_times(dict(wanted))
+        found = self._with_retries("fetch offsets for timestamps",
+                                   lambda: self._consumer.offsets_for_times(dict(wanted)))
         out = {}
         for tp in wanted:
             hit = found.get(tp)
@@ -75,21 +145,28 @@ class TopicMetadata:
         return out
 
     def close(self) -> None:
+        consumer, admin, self._consumer_, self._admin_ = self._consumer_, self._admin_, None, None
         try:
-            self._consumer.close()
+            if consumer is not None:
+                consumer.close()
         finally:
-            self._admin.close()
+            if admin is not None:
+                admin.close()
 
 
 def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
-               poll_timeout_ms: int) -> Iterator[pa.RecordBatch]:
+               poll_timeout_ms: int, group_id: str | None = None) -> Iterator[pa.RecordBatch]:
     """Yield the records of `rng` as Arrow batches, one per fetched chunk of the partition,
     built from the consumer's columns (no per-record Python objects).
 
     Offsets below the partition's start (deleted since planning) are data loss: raised, or
     skipped with a warning. Gaps inside the range (compaction, transaction markers) are normal."""
+    from gregor.client.consumer import Consumer
     from gregor.protocol.errors import OffsetOutOfRangeError
-    consumer = _consumer(config)
+    cfg = consumer_config(config, group_id)
+    key = pool.config_key(cfg)
+    consumer = pool.consumers().borrow(key, lambda: Consumer(cfg))
+    healthy = False
     tp = (rng.topic, rng.partition)
     try:
         consumer.assign([(rng.topic, rng.partition, rng.start)])
@@ -132,8 +209,14 @@ def read_range(config: dict, rng: OffsetRange, *, include_headers: bool, fail_on
                     f"no record of {rng.topic}-{rng.partition} arrived for {poll_timeout_ms} ms while "
                     f"reading offsets {position}..{rng.end - 1}; is the broker reachable? "
                     "(raise kafkaConsumer.pollTimeoutMs to wait longer)")
+        consumer.unassign()
+        healthy = True
     finally:
-        consumer.close()
+        # A consumer is reused by the worker's next task only after a clean read (pool.py).
+        if healthy:
+            pool.consumers().give_back(key, consumer)
+        else:
+            pool.consumers().discard(consumer)
 
 
 def _arrow_batch(rng: OffsetRange, pr, include_headers: bool) -> pa.RecordBatch:
@@ -143,8 +226,18 @@ def _arrow_batch(rng: OffsetRange, pr, include_headers: bool) -> pa.RecordBatch:
                         pr.keys, pr.values, include_headers=False)
     if not include_headers:
         return batch
-    return pa.RecordBatch.from_arrays(batch.columns + [pr.headers.cast(HEADER_TYPE)],
+    return pa.RecordBatch.from_arrays(batch.columns + [null_if_empty(pr.headers.cast(HEADER_TYPE))],
                                       schema=arrow_read_schema(True))
+
+
+def null_if_empty(headers: pa.ListArray) -> pa.ListArray:
+    """A record without headers has a null `headers` value in Spark's Kafka source (not an
+    empty array): the list array again, with its empty entries marked null."""
+    empty = pc.equal(pc.list_value_length(headers), 0)
+    if not pc.any(empty).as_py():
+        return headers
+    return pa.ListArray.from_arrays(headers.offsets, headers.values, type=headers.type,
+                                    mask=empty)
 
 
 # Arrow data gathered before one round of send_batch calls: large enough that each partition
@@ -165,20 +258,26 @@ class RecordWriter:
 
     def __init__(self, config: dict, topic_option: str | None, transactional: bool = False):
         from gregor.client.producer import Producer
-        cfg = dict(config)
+        cfg = producer_params(config)
         cfg.setdefault("enable.idempotence", True)  # producer retries never duplicate a record
         # lz4 unless kafka.compression.type says otherwise (the producer's own default is
         # none): a sink moves bulk data, and with lz4 the broker receives and writes several
         # times fewer bytes; measured 1.6-1.8x the rows/s of an uncompressed write
         # (benchmarks/bench_spark.py). Every Kafka client reads lz4 batches transparently.
         cfg.setdefault("compression.type", SINK_COMPRESSION)
-        self._producer = Producer(cfg)
+        self._transactional = transactional
+        if transactional:
+            self._producer = Producer(cfg)
+        else:
+            # An at-least-once task borrows the worker's producer for this configuration
+            # (pool.py): no connection set-up or InitProducerId per task.
+            self._pool_key = pool.config_key(cfg)
+            self._producer = pool.producers().borrow(self._pool_key, lambda: Producer(cfg))
         self._topic_option = topic_option
         self._results = []
         self.rows = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0
-        self._transactional = transactional
         if transactional:
             # Fences every earlier attempt of this task (their open transactions are aborted)
             self._producer.init_transactions()
@@ -251,19 +350,28 @@ class RecordWriter:
         except Exception as e:
             log.info("gregor sink: could not abort the failed task's transaction: %s", e)
         try:
-            self._producer.close(ABANDON_TIMEOUT_S)
+            self._producer.close(ABANDON_TIMEOUT_S)   # never back to the pool
         except Exception:
             pass
 
     def close(self) -> int:
-        """Flush, surface the first failure, close. Returns rows written."""
+        """Flush, surface the first failure, and give the producer back to the pool (or close
+        it: transactional, or anything failed). Returns rows written."""
+        healthy = False
         try:
             self._send_pending()
             self._producer.flush()
             for r in self._results:
                 r.result()
+            healthy = True
         finally:
-            self._producer.close()
+            self._results = []
+            if healthy and not self._transactional:
+                pool.producers().give_back(self._pool_key, self._producer)
+            elif self._transactional:
+                self._producer.close()
+            else:
+                pool.producers().discard(self._producer)
         return self.rows
 
 

@@ -5,6 +5,7 @@ the broker's answers (earliest, latest, offsets for timestamps) come in as plain
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -38,15 +39,20 @@ def from_json(data: Mapping) -> Offsets:
 
 def resolve(spec: OffsetSpec, partitions: Iterable[TopicPartition], *, earliest: Offsets, latest: Offsets,
             for_times: Callable[[dict[TopicPartition, int]], dict[TopicPartition, int | None]],
-            option: str, timestamp_strategy: str = "error", is_end: bool = False) -> Offsets:
+            option: str, timestamp_strategy: str = "error", is_end: bool = False,
+            floating: set | None = None) -> Offsets:
     """Turn a spec into concrete offsets for each partition.
 
     A timestamp that no record reaches resolves to the end of the partition when the read ends
-    there (endingTimestamp) and follows `timestamp_strategy` for starting timestamps."""
+    there (endingTimestamp) and follows `timestamp_strategy` for starting timestamps.
+    `floating`, when given, receives the partitions resolved to their latest offset: resolving
+    the same spec again later would give another answer for them."""
     parts = sorted(partitions)
+    floating = set() if floating is None else floating
     if spec.kind == "earliest":
         return {tp: earliest[tp] for tp in parts}
     if spec.kind == "latest":
+        floating.update(parts)
         return {tp: latest[tp] for tp in parts}
     if spec.kind == "offsets":
         missing = [tp for tp in parts if tp not in spec.per_partition]
@@ -58,6 +64,8 @@ def resolve(spec: OffsetSpec, partitions: Iterable[TopicPartition], *, earliest:
         for tp in parts:
             off = spec.per_partition[tp]
             out[tp] = earliest[tp] if off == EARLIEST else latest[tp] if off == LATEST else off
+            if off == LATEST:
+                floating.add(tp)
         return out
     if spec.kind == "timestamp":
         wanted = {tp: spec.timestamp for tp in parts}
@@ -75,6 +83,7 @@ def resolve(spec: OffsetSpec, partitions: Iterable[TopicPartition], *, earliest:
         if off is None:
             if is_end or timestamp_strategy == "latest":
                 off = latest[tp]
+                floating.add(tp)
             else:
                 raise OptionError(f"no record in {tp[0]}-{tp[1]} has a timestamp at or after {wanted[tp]} "
                                   f"(option '{option}'); set startingOffsetsByTimestampStrategy='latest' "
@@ -94,6 +103,14 @@ class OffsetRange:
     @property
     def size(self) -> int:
         return max(0, self.end - self.start)
+
+
+def report_data_loss(message: str, fail_on_data_loss: bool) -> None:
+    """Spark's reportDataLoss: raise, or log a warning and carry on with failOnDataLoss=false."""
+    if fail_on_data_loss:
+        raise DataLossError(message + ". If losing them is acceptable, set the option "
+                            "failOnDataLoss=false to carry on with a warning.")
+    log.warning("%s; carrying on because failOnDataLoss=false.", message)
 
 
 def check_ranges(start: Offsets, end: Offsets, earliest: Offsets | None, *, fail_on_data_loss: bool,
@@ -128,25 +145,35 @@ def check_ranges(start: Offsets, end: Offsets, earliest: Offsets | None, *, fail
     return fixed
 
 
-def plan_ranges(start: Offsets, end: Offsets, min_partitions: int | None = None) -> list[OffsetRange]:
-    """One range per topic-partition with records to read; with min_partitions, ranges are split
-    (in proportion to their sizes, every range at least one piece) until there are that many."""
+def plan_ranges(start: Offsets, end: Offsets, min_partitions: int | None = None,
+                max_records_per_partition: int | None = None) -> list[OffsetRange]:
+    """One range per topic-partition with records to read. With max_records_per_partition
+    (Spark 4's maxRecordsPerPartition), a range is first cut into ceil(size / max) even pieces;
+    then, with min_partitions, ranges are split (in proportion to their sizes, every range at
+    least one piece) until there are that many."""
     ranges = [OffsetRange(t, p, start[(t, p)], end[(t, p)]) for (t, p) in sorted(start)
               if (t, p) in end and end[(t, p)] > start[(t, p)]]
+    total = sum(r.size for r in ranges)
+    if max_records_per_partition:
+        ranges = [piece for r in ranges
+                  for piece in _split(r, -(-r.size // max_records_per_partition))]
     if not min_partitions or len(ranges) >= min_partitions or not ranges:
         return ranges
-    total = sum(r.size for r in ranges)
     pieces = _apportion([r.size for r in ranges], min_partitions, minimum=1)
-    out = []
-    for r, n in zip(ranges, pieces):
-        n = min(n, r.size)  # never a piece with no record
-        step, extra = divmod(r.size, n)
-        s = r.start
-        for i in range(n):
-            e = s + step + (1 if i < extra else 0)
-            out.append(OffsetRange(r.topic, r.partition, s, e))
-            s = e
+    out = [piece for r, n in zip(ranges, pieces) for piece in _split(r, n)]
     assert sum(r.size for r in out) == total
+    return out
+
+
+def _split(r: OffsetRange, n: int) -> list[OffsetRange]:
+    """`r` cut into n consecutive pieces whose sizes differ by at most one (never empty)."""
+    n = max(1, min(n, r.size))
+    step, extra = divmod(r.size, n)
+    out, s = [], r.start
+    for i in range(n):
+        e = s + step + (1 if i < extra else 0)
+        out.append(OffsetRange(r.topic, r.partition, s, e))
+        s = e
     return out
 
 
@@ -168,13 +195,22 @@ def _apportion(sizes: list[int], amount: int, minimum: int = 0) -> list[int]:
 
 
 def limit_offsets(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
-    """Admission control for maxOffsetsPerTrigger: advance at most `max_rows` offsets in total,
-    each partition getting a share in proportion to its backlog (largest remainder, so the shares
-    add up to exactly min(max_rows, backlog) and no partition passes its latest offset)."""
-    parts = sorted(latest)
-    backlog = [max(0, latest[tp] - start.get(tp, latest[tp])) for tp in parts]
-    total = sum(backlog)
-    if total <= max_rows:
+    """Admission control for maxOffsetsPerTrigger, as Spark's Kafka source computes it
+    (KafkaMicroBatchStream.rateLimit): each partition with a backlog advances by
+    max_rows * its share of the total backlog, rounded down, except that a share below one
+    record is rounded up so that no partition with records waits while bigger ones drain.
+    The total can therefore pass max_rows by up to one record per partition."""
+    backlog = {tp: latest[tp] - start.get(tp, latest[tp]) for tp in latest}
+    total = sum(b for b in backlog.values() if b > 0)
+    if total < 1:
         return dict(latest)
-    shares = _apportion(backlog, max_rows)
-    return {tp: start.get(tp, latest[tp]) + min(share, b) for tp, share, b in zip(parts, shares, backlog)}
+    out = {}
+    for tp, end in latest.items():
+        b = backlog[tp]
+        if b <= 0:
+            out[tp] = end
+            continue
+        share = max_rows * (b / total)
+        step = math.ceil(share) if share < 1 else math.floor(share)
+        out[tp] = min(end, start.get(tp, end) + step)
+    return out

@@ -7,10 +7,17 @@ ValueError) with a message that names the option and says what to write instead.
 """
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
+
+from .java_regex import JavaRegexError, compile_java_regex, java_regex_search
+
+log = logging.getLogger("gregor.spark")
 
 EARLIEST = -2  # Kafka's sentinel offsets, as in the connector's JSON offsets
 LATEST = -1
@@ -34,6 +41,33 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 # kafkaConsumer.pollTimeoutMs: how long a task waits for records it knows exist before failing;
 # the connector's default (Spark's network timeout, 120 s) outlasts a broker restart.
 DEFAULT_POLL_TIMEOUT_MS = 120_000
+# fetchOffset.numRetries / fetchOffset.retryIntervalMs: attempts of the driver's offset
+# queries and the pause after a failed one (KafkaOffsetReaderAdmin's defaults: 3 and 1000 ms;
+# the integration guide prints 10 ms, the code uses 1000).
+DEFAULT_FETCH_OFFSET_RETRIES = 3
+DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1000
+# Spark's default prefixes of the generated consumer group ids (groupIdPrefix).
+BATCH_GROUP_PREFIX = "spark-kafka-relation"
+STREAM_GROUP_PREFIX = "spark-kafka-source"
+# Spark's warning for kafka.group.id (KafkaSourceProvider.CUSTOM_GROUP_ID_ERROR_MESSAGE),
+# reworded.
+CUSTOM_GROUP_ID_WARNING = (
+    "option 'kafka.group.id' is set: every consumer of this query uses that group id. Kafka's "
+    "group-based ACLs are the usual reason; but concurrent queries or sources with the same "
+    "group id, or a restarted query and its previous run, then share one consumer group. Give "
+    "each query its own group id (or use groupIdPrefix).")
+_STREAM_ONLY = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+
+# Every option the source and the sink read besides kafka.*, spelt as Spark spells them. The
+# parity table of docs/spark.md is checked against these (tests/spark/test_spark_parity_table.py).
+SOURCE_OPTIONS = (
+    "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets",
+    "startingTimestamp", "startingOffsetsByTimestamp", "endingTimestamp",
+    "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "failOnDataLoss",
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions",
+    "maxRecordsPerPartition", "groupIdPrefix", "includeHeaders")
+SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "transactionTimeoutMs")
 
 
 # Exactly-once sink: each task's transaction waits open for the driver's commit; it must outlive
@@ -64,6 +98,19 @@ def client_config(options: Mapping[str, str]) -> dict[str, str]:
     """Every `kafka.*` option, prefix stripped, for gregor's client config."""
     return {k[len("kafka."):]: str(v) for k, v in options.items()
             if k.lower().startswith("kafka.")}
+
+
+def _int(options: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise OptionError(f"option '{name}' must be an integer >= {minimum}, got {raw!r}")
+    return value
 
 
 def _positive_int(options: Mapping[str, str], name: str) -> int | None:
@@ -112,11 +159,18 @@ class Subscription:
     assigned: tuple[tuple[str, int], ...] = ()
 
     def matches(self, topic: str) -> bool:
+        """subscribePattern is a Java regex *searched* in the name, as Spark's admin-based
+        offset reader does (`findFirstIn`): 'events' selects 'old-events-2'."""
         if self.kind == "subscribe":
             return topic in self.topics
         if self.kind == "subscribePattern":
-            return re.fullmatch(self.pattern, topic) is not None
+            return java_regex_search(_java_pattern(self.pattern), topic)
         return any(t == topic for t, _ in self.assigned)
+
+
+@functools.lru_cache(maxsize=64)
+def _java_pattern(pattern: str) -> re.Pattern:
+    return compile_java_regex(pattern)
 
 
 def parse_subscription(options: Mapping[str, str]) -> Subscription:
@@ -137,13 +191,14 @@ def parse_subscription(options: Mapping[str, str]) -> Subscription:
                               "topic names")
         return Subscription(kind, topics=topics)
     if kind == "subscribePattern":
-        if not raw.strip():
+        pattern = raw.strip()  # Spark trims it too
+        if not pattern:
             raise OptionError("option 'subscribePattern' is empty; give a regular expression such as 'events-.*'")
         try:
-            re.compile(raw)
-        except re.error as e:
-            raise OptionError(f"option 'subscribePattern' is not a valid regular expression ({e}): {raw!r}") from None
-        return Subscription(kind, pattern=raw)
+            _java_pattern(pattern)
+        except JavaRegexError as e:
+            raise OptionError(f"option 'subscribePattern' is not a valid (Java) regular expression: {e}") from None
+        return Subscription(kind, pattern=pattern)
     try:
         parsed = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -238,6 +293,13 @@ class SourceOptions:
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy: "error" | "latest"
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
+    max_records_per_partition: int | None = None
+    fetch_offset_retries: int = DEFAULT_FETCH_OFFSET_RETRIES
+    fetch_offset_retry_interval_ms: int = DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS
+    # group.id of the executors' consumers (kafka.group.id, or `<groupIdPrefix>-<uuid>`
+    # + "-executor", as Spark names them); the driver's consumer uses `-driver`.
+    group_id: str = ""
+    custom_group_id: bool = False
 
 
 def _check_client_options(client: Mapping[str, str], rejected: Mapping[str, str], where: str) -> None:
@@ -259,10 +321,13 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
                 or _offset_spec(options, "startingOffsets", "latest" if streaming else "earliest"))
     ending = None
     if streaming:
-        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+        for name in ("endingOffsets", "endingOffsetsByTimestamp"):
             if _get(options, name) is not None:
                 raise OptionError(f"option '{name}' is for batch queries only; a streaming query keeps "
                                   "reading new records (use trigger(availableNow=True) to stop at the end)")
+        if _get(options, "endingTimestamp") is not None:
+            log.warning("option 'endingTimestamp' is ignored by streaming queries (as Spark's Kafka "
+                        "source ignores it); use trigger(availableNow=True) to stop at the end")
     else:
         ending = (_timestamp_spec(options, "endingTimestamp", "endingOffsetsByTimestamp")
                   or _offset_spec(options, "endingOffsets", "latest"))
@@ -280,9 +345,11 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
             if off == EARLIEST:
                 raise OptionError(f"endingOffsets for {t}-{p} is -2 (earliest), which is not allowed in a "
                                   "batch query; use -1 (latest) or an explicit offset")
-        for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+        for name in _STREAM_ONLY:
             if _get(options, name) is not None:
-                raise OptionError(f"option '{name}' is for streaming queries only")
+                # Spark logs this and carries on: one option set can serve both kinds of query.
+                log.warning("option '%s' is ignored in batch queries (it applies to streaming "
+                            "queries only)", name)
     if subscription.kind == "assign":
         for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
             if spec is not None and spec.kind in ("offsets", "timestamps"):
@@ -297,6 +364,23 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         raise OptionError("option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
                           f"got {strategy!r}")
     delay_raw = _get(options, "maxTriggerDelay")
+    max_per_trigger = _positive_int(options, "maxOffsetsPerTrigger")
+    min_per_trigger = _positive_int(options, "minOffsetsPerTrigger")
+    if max_per_trigger and min_per_trigger and min_per_trigger > max_per_trigger:
+        raise OptionError(f"the value of minOffsetsPerTrigger ({min_per_trigger}) is higher than "
+                          f"maxOffsetsPerTrigger ({max_per_trigger}); a micro-batch could never hold "
+                          "enough records. Lower minOffsetsPerTrigger or raise maxOffsetsPerTrigger")
+    group_id = client.get("group.id")
+    if group_id is not None:
+        log.warning(CUSTOM_GROUP_ID_WARNING)
+        if _get(options, "groupIdPrefix") is not None:
+            log.warning("option 'groupIdPrefix' is ignored because 'kafka.group.id' is set")
+    else:
+        prefix = _get(options, "groupIdPrefix")
+        prefix = (STREAM_GROUP_PREFIX if streaming else BATCH_GROUP_PREFIX) if prefix is None else prefix
+        group_id = f"{prefix}-{uuid.uuid4()}"
+    if not streaming:
+        max_per_trigger = min_per_trigger = None
     return SourceOptions(
         client=client,
         subscription=subscription,
@@ -306,13 +390,30 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         include_headers=_bool(options, "includeHeaders", False),
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         min_partitions=_positive_int(options, "minPartitions"),
-        max_offsets_per_trigger=_positive_int(options, "maxOffsetsPerTrigger"),
-        min_offsets_per_trigger=_positive_int(options, "minOffsetsPerTrigger"),
+        max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=(DEFAULT_MAX_TRIGGER_DELAY_MS if delay_raw is None
                               else parse_duration_ms("maxTriggerDelay", delay_raw)),
         timestamp_strategy=strategy,
         poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
+        max_records_per_partition=_positive_int(options, "maxRecordsPerPartition"),
+        fetch_offset_retries=_int(options, "fetchOffset.numRetries", DEFAULT_FETCH_OFFSET_RETRIES, 1),
+        fetch_offset_retry_interval_ms=_int(options, "fetchOffset.retryIntervalMs",
+                                            DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS, 0),
+        group_id=group_id,
+        custom_group_id=client.get("group.id") is not None,
     )
+
+
+def validate_source_options(options: Mapping[str, str]) -> None:
+    """Check a read's options when the DataFrame is created (Spark's Kafka source fails at
+    load(), before any action). Whether the read is a batch or a streaming one is not known
+    yet at that point, so only what is wrong for both kinds fails here; the rest fails when
+    the query plans."""
+    try:
+        parse_source_options(options, streaming=True)
+    except OptionError:
+        parse_source_options(options, streaming=False)
 
 
 @dataclass(frozen=True)
@@ -330,9 +431,10 @@ def parse_sink_options(options: Mapping[str, str], column_names: list[str]) -> S
     topic = _get(options, "topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' is empty; give a topic name or drop it and use a 'topic' column")
-    names = {c.lower() for c in column_names}
+    names = set(column_names)  # case-sensitive, as Spark's KafkaWriter matches them
     if "value" not in names:
-        raise OptionError("the DataFrame written to gregor needs a 'value' column (string or binary); "
+        raise OptionError("the DataFrame written to gregor needs a 'value' column (string or binary; "
+                          "column names are case-sensitive, as for Spark's Kafka sink); "
                           f"it has {', '.join(column_names) or 'no columns'}")
     if topic is None and "topic" not in names:
         raise OptionError("no topic to write to: set the option 'topic' or add a 'topic' column")

@@ -1,7 +1,7 @@
 """Batch and streaming readers of the gregor data source.
 
 Planning happens on the driver (metadata and offsets through `TopicMetadata`); each Spark
-task reads one offset range of one topic-partition with its own consumer and yields Arrow
+task reads one offset range of one topic-partition with a consumer and yields Arrow
 batches. Streaming offsets are JSON {topic: {partition: next offset}}, as in Spark's Kafka
 connector, so a checkpoint reads the same way in both.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
 from . import offsets as off
@@ -45,7 +45,8 @@ def _read(opts: SourceOptions, p: RangePartition):
         return iter(())
     rng = off.OffsetRange(p.topic, p.partition, p.start, p.end)
     return read_range(opts.client, rng, include_headers=opts.include_headers,
-                      fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms)
+                      fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms,
+                      group_id=f"{opts.group_id}-executor" if not opts.custom_group_id else None)
 
 
 class _UsesMetadata:
@@ -56,7 +57,9 @@ class _UsesMetadata:
     @property
     def meta(self) -> TopicMetadata:
         if self._meta is None:
-            self._meta = TopicMetadata(self.opts.client)
+            self._meta = TopicMetadata(self.opts.client, group_id=f"{self.opts.group_id}-driver",
+                                       attempts=self.opts.fetch_offset_retries,
+                                       retry_interval_ms=self.opts.fetch_offset_retry_interval_ms)
         return self._meta
 
     def __getstate__(self):
@@ -65,17 +68,17 @@ class _UsesMetadata:
         return state
 
     def _partitions(self) -> list[off.TopicPartition]:
-        parts = self.meta.partitions(self.opts.subscription)
-        if not parts and self.opts.subscription.kind != "subscribePattern":
-            names = ", ".join(self.opts.subscription.topics) or "the assigned topics"
-            raise OptionError(f"no partitions found for {names}; create the topic first "
-                              "(gregor topics create ...) or check the name")
-        return parts
+        return self.meta.partitions(self.opts.subscription,
+                                    required=self.opts.subscription.kind != "subscribePattern")
 
     def _close_meta(self) -> None:
         if self._meta is not None:
             self._meta.close()
             self._meta = None
+
+    def _plan(self, start: off.Offsets, end: off.Offsets) -> list[RangePartition]:
+        return _as_partitions(off.plan_ranges(start, end, self.opts.min_partitions,
+                                              self.opts.max_records_per_partition))
 
 
 class GregorBatchReader(_UsesMetadata, DataSourceReader):
@@ -103,36 +106,59 @@ class GregorBatchReader(_UsesMetadata, DataSourceReader):
                                   f"{latest[tp]}; use -1 for latest")
         start = off.check_ranges(start, end, earliest, fail_on_data_loss=self.opts.fail_on_data_loss,
                                  context="batch query")
-        return _as_partitions(off.plan_ranges(start, end, self.opts.min_partitions))
+        return self._plan(start, end)
 
     def read(self, partition: RangePartition):
         return _read(self.opts, partition)
 
 
 class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batch reader. Admission control: maxOffsetsPerTrigger caps each batch (split across
-    partitions in proportion to their backlog); minOffsetsPerTrigger holds a batch back until
-    that many records wait or maxTriggerDelay has passed since the last batch."""
+    """Micro-batch reader. Admission control as Spark's Kafka source: maxOffsetsPerTrigger caps
+    each batch (split across partitions in proportion to their backlog, at least one record for
+    each partition that has some); minOffsetsPerTrigger holds a batch back until that many
+    records wait or maxTriggerDelay has passed since the last batch (never the first trigger).
+
+    The starting offsets are resolved once per run (`initialOffset`): Spark asks for them more
+    than once (to plan batch 0 and again to run it), and a second resolution of `latest` on a
+    topic being written to would start batch 0 past its own end. Spark's connector also writes
+    them to the checkpoint, so that a restart that re-runs batch 0 finds them; a Python data
+    source is not told where the checkpoint is, so instead batch 0 never advances a partition
+    whose start was resolved to its latest offset (`startingOffsets=latest`, -1 in JSON, or a
+    timestamp no record reaches with startingOffsetsByTimestampStrategy=latest). Batch 0's end
+    for such a partition is its start, and a re-run of batch 0 after a restart (its start
+    resolved anew, possibly further on) reads nothing of it: those records come with batch 1,
+    exactly once."""
 
     def __init__(self, opts: SourceOptions):
         self.opts = opts
         self._target: off.Offsets | None = None  # Trigger.AvailableNow: never read past this
-        self._last_trigger = time.monotonic()
+        self._last_trigger: float | None = None  # None: the first trigger is never held back
+        self._initial: dict | None = None        # initialOffset() of this run, resolved once
+        self._floating: set = set()              # its partitions that were resolved to latest
+        self._planned_first = False              # latestOffset() ran once in this run
+        self._latest: off.Offsets | None = None  # latest offsets seen by the last latestOffset
 
     # -- planning (driver) -------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        parts = self._partitions()
-        earliest = self.meta.earliest(parts)
-        latest = self.meta.latest(parts)
-        start = off.resolve(self.opts.starting, parts, earliest=earliest, latest=latest,
-                            for_times=self.meta.offsets_for_times, option="startingOffsets",
-                            timestamp_strategy=self.opts.timestamp_strategy)
-        return off.to_json(start)
+        if self._initial is None:
+            parts = self._partitions()
+            earliest = self.meta.earliest(parts)
+            latest = self.meta.latest(parts)
+            floating: set = set()
+            start = off.resolve(self.opts.starting, parts, earliest=earliest, latest=latest,
+                                for_times=self.meta.offsets_for_times, option="startingOffsets",
+                                timestamp_strategy=self.opts.timestamp_strategy, floating=floating)
+            self._initial, self._floating = off.to_json(start), floating
+        return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        # PySpark has no composite limit: with both options, the engine gets the maximum and
+        # latestOffset applies the minimum itself (opts.min_offsets_per_trigger).
         if self.opts.max_offsets_per_trigger:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -152,13 +178,26 @@ class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerA
                 raise off.DataLossError(msg + "; set failOnDataLoss=false to carry on without it, or "
                                         "restart the query with a new checkpoint")
             log.warning("%s; carrying on without it because failOnDataLoss=false", msg)
-        latest = self.meta.latest(parts)
+        latest = self.meta.latest(parts, known=start)
+        self._latest = dict(latest)
         if self._target is not None:
             latest = {tp: min(latest[tp], self._target[tp]) for tp in parts}
         new = [tp for tp in parts if tp not in start]
         earliest_new = self.meta.earliest(new) if new else {}
         current = {tp: start.get(tp, earliest_new.get(tp)) for tp in parts}
         return current, latest
+
+    def _hold_back(self, backlog: int, min_rows: int) -> bool:
+        """minOffsetsPerTrigger: wait for more records unless maxTriggerDelay has passed since
+        the last batch (Spark's delayBatch; the first trigger of a run never waits)."""
+        now = time.monotonic()
+        if self._last_trigger is None or (now - self._last_trigger) * 1000 >= self.opts.max_trigger_delay_ms:
+            self._last_trigger = now
+            return False
+        if backlog < min_rows:
+            return True
+        self._last_trigger = now
+        return False
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = off.from_json(start)
@@ -167,19 +206,25 @@ class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerA
         current = off.check_ranges(current, latest, earliest, fail_on_data_loss=self.opts.fail_on_data_loss,
                                    context="streaming query")
         latest = {tp: max(latest[tp], current[tp]) for tp in current}
+        first = not self._planned_first
+        self._planned_first = True
+        if first and self._floating and start == self._initial:
+            # Batch 0 of a run whose start floats (see the class docstring): those partitions
+            # stay where they start, the others are planned as usual.
+            latest = {tp: current[tp] if tp in self._floating else o for tp, o in latest.items()}
         backlog = sum(latest[tp] - current[tp] for tp in current)
-        # Trigger.AvailableNow must reach its target, so it never holds back for a minimum.
-        if (not isinstance(limit, ReadAllAvailable) and self.opts.min_offsets_per_trigger
-                and self._target is None):
-            waited_ms = (time.monotonic() - self._last_trigger) * 1000
-            if backlog < self.opts.min_offsets_per_trigger and waited_ms < self.opts.max_trigger_delay_ms:
-                return start  # hold back: too few records and maxTriggerDelay not reached yet
-        if isinstance(limit, ReadMaxRows):
-            end = off.limit_offsets(current, latest, limit.max_rows)
-        else:
+        if isinstance(limit, ReadAllAvailable):
             end = latest
-        if backlog:
-            self._last_trigger = time.monotonic()
+        else:
+            min_rows = (limit.min_rows if isinstance(limit, ReadMinRows)
+                        else self.opts.min_offsets_per_trigger)
+            # Trigger.AvailableNow must reach its target, so it never holds back for a minimum.
+            if min_rows and self._target is None and self._hold_back(backlog, min_rows):
+                return start
+            if isinstance(limit, ReadMaxRows):
+                end = off.limit_offsets(current, latest, limit.max_rows)
+            else:
+                end = latest
         # Keep partitions the engine knew about (a vanished one stays at its last offset) so
         # that offsets never move backwards.
         for tp, o in begin.items():
@@ -187,22 +232,38 @@ class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerA
         return off.to_json(end)
 
     def reportLatestOffset(self):
-        parts = self._partitions()
-        return off.to_json(self.meta.latest(parts))
+        """The latest offsets the last latestOffset() saw (progress.sources[].latestOffset), as
+        Spark's Kafka source reports them: no extra broker round trip."""
+        return None if not self._latest else off.to_json(self._latest)
 
     def partitions(self, start: dict, end: dict):
         begin = off.from_json(start)
         stop = off.from_json(end)
+        if start == self._initial and self._floating:
+            # Batch 0 re-run after a restart: its floating partitions were resolved again and
+            # may now start past batch 0's end, which is where they really started.
+            for tp in self._floating:
+                if tp in stop and begin.get(tp, -1) > stop[tp]:
+                    log.info("batch 0 re-run: %s-%d starts at %d, the end batch 0 was planned with "
+                             "(startingOffsets resolved to latest)", tp[0], tp[1], stop[tp])
+                    begin[tp] = stop[tp]
         # Only partitions that moved are asked about (a vanished partition keeps its offset and
         # must not be queried); a partition new since `start` begins at its earliest offset.
         moved = [tp for tp in stop if begin.get(tp) != stop[tp]]
         if not moved:
             return []
         earliest = self.meta.earliest(moved)
+        added = sorted(tp for tp in moved if tp not in begin)
+        for tp in added:
+            if earliest[tp] != 0:
+                off.report_data_loss(
+                    f"streaming query: partition {tp[0]}-{tp[1]} was added with its first record at offset "
+                    f"{earliest[tp]} instead of 0, so offsets 0..{earliest[tp] - 1} were never read",
+                    self.opts.fail_on_data_loss)
         begin = {tp: begin.get(tp, earliest[tp]) for tp in moved}
         begin = off.check_ranges(begin, {tp: stop[tp] for tp in moved}, earliest,
                                  fail_on_data_loss=self.opts.fail_on_data_loss, context="streaming query")
-        return _as_partitions(off.plan_ranges(begin, stop, self.opts.min_partitions))
+        return self._plan(begin, stop)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: progress is the checkpoint; the broker keeps no state for this reader."""

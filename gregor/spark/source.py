@@ -22,10 +22,11 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
-from .arrow import check_sink_schema, read_ddl
+from .arrow import check_read_schema, check_sink_schema, read_ddl
 from . import exactly_once
 from .client import RecordWriter
-from .options import OptionError, SinkOptions, parse_sink_options, parse_source_options, wants_headers
+from .options import (OptionError, SinkOptions, parse_sink_options, parse_source_options,
+                      validate_source_options, wants_headers)
 from .reader import GregorBatchReader, GregorStreamReader
 
 log = logging.getLogger("gregor.spark")
@@ -40,22 +41,41 @@ class GregorDataSource(DataSource):
         return "gregor"
 
     def schema(self):
+        # Spark calls this when a read's DataFrame is created (load()), and only for reads:
+        # the options are checked here so that mistakes fail at load(), as with Spark's Kafka
+        # source, not at the first action.
+        validate_source_options(self.options)
         return read_ddl(wants_headers(self.options))
 
+    def _check_schema(self, schema: StructType) -> None:
+        check_read_schema([(f.name, f.dataType.simpleString()) for f in schema.fields],
+                          wants_headers(self.options))
+
     def reader(self, schema: StructType):
+        self._check_schema(schema)
         return GregorBatchReader(parse_source_options(self.options, streaming=False))
 
     def streamReader(self, schema: StructType):
+        self._check_schema(schema)
         return GregorStreamReader(parse_source_options(self.options, streaming=True))
 
     def _sink_options(self, schema: StructType) -> SinkOptions:
-        check_sink_schema([(f.name, f.dataType.simpleString()) for f in schema.fields])
-        return parse_sink_options(self.options, [f.name for f in schema.fields])
+        opts = parse_sink_options(self.options, [f.name for f in schema.fields])
+        check_sink_schema([(f.name, f.dataType.simpleString()) for f in schema.fields],
+                          topic_option=opts.topic is not None)
+        return opts
 
     def writer(self, schema: StructType, overwrite: bool):
+        if overwrite:
+            # Spark's Kafka sink refuses it too: records in a topic cannot be replaced.
+            raise OptionError("save mode 'overwrite' is not allowed for the gregor sink (a topic's "
+                              "records cannot be replaced, as with Spark's Kafka sink); use "
+                              ".mode('append')")
         return GregorBatchWriter(self._sink_options(schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool):
+        # outputMode("complete") asks for a truncate (overwrite=True); as Spark's Kafka sink,
+        # the rows are appended to the topic.
         return GregorStreamWriter(self._sink_options(schema))
 
 
@@ -70,10 +90,7 @@ def _write_task(opts: SinkOptions, iterator) -> WrittenRows:
         for batch in iterator:
             writer.write(batch)
     except BaseException:
-        try:
-            writer.close()
-        except Exception:  # the first error is the one to report
-            pass
+        writer.abandon()   # closes the producer (never back to the pool); the task's error wins
         raise
     return WrittenRows(writer.close())
 
@@ -98,7 +115,10 @@ class GregorBatchWriter(DataSourceArrowWriter):
     def abort(self, messages) -> None:
         if self.opts.exactly_once:
             rows = exactly_once.end_all(self.opts.client, messages, commit=False)
-            base = f"{self.opts.transactional_id_prefix}-{self.write_id}"
+            # A batch write inside a streaming query's foreachBatch (to_topic) names its
+            # transactions after the query, not this write: the tasks' messages say which.
+            base = (exactly_once.base_of(messages)
+                    or f"{self.opts.transactional_id_prefix}-{self.write_id}")
             exactly_once.fence_failed(self.opts.client, base, messages,
                                       self.opts.transaction_timeout_ms)
             log.warning("gregor sink: job failed; aborted the transactions of finished tasks "

@@ -8,7 +8,22 @@ Interceptor on its server and the control listener, announced on stdout before t
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+import time
+
+
+def _die_with_parent() -> None:
+    """A test process that dies (kill -9, a crashed pytest) leaves no broker behind: once
+    this process's parent is gone (it was re-parented), it kills itself."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="gregor-parent-watch", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     token = os.environ.pop(control.TOKEN_ENV, "")
     if not token:
         sys.exit(f"{control.TOKEN_ENV} is not set; BrokerProcess sets it")
+    _die_with_parent()
     plain_start = broker_module.Broker.start
 
     async def start_with_control(self, *args, **kwargs):

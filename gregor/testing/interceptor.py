@@ -508,7 +508,7 @@ def _settle(out, conn, produce, *, cancelled=False, error=None) -> None:
             out.cancel()
         conn.close(str(e))
         return
-    except Exception as e:                      # noqa: BLE001 - as the server would
+    except Exception:                      # noqa: BLE001 - as the server would
         log.exception("handling a deferred request failed; closing the connection")
         if out is not None and not out.done():
             out.cancel()

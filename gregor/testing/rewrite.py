@@ -267,6 +267,12 @@ def _scram_users(version: int, body: dict, code: int) -> dict:
     return {"results": [{"user": u, "error_code": code} for u in dict.fromkeys(names)]}
 
 
+def _client_quota_entries(version: int, body: dict, code: int) -> dict:
+    # AlterClientQuotas: one result per entry, naming the entry's entity
+    return {"entries": [{"entity": e.get("entity") or [], "error_code": code}
+                        for e in body.get("entries") or ()]}
+
+
 def _each(request_field: str, response_field: str, key_field: str, request_key=None):
     def mirror(version: int, body: dict, code: int) -> dict:
         out = []
@@ -281,6 +287,7 @@ def _each(request_field: str, response_field: str, key_field: str, request_key=N
 
 _MIRRORS = {
     10: _find_coordinator,
+    49: _client_quota_entries,
     35: _describe_log_dirs,
     15: _each("groups", "groups", "group_id"),
     42: _each("groups_names", "results", "group_id"),

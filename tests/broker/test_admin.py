@@ -352,3 +352,34 @@ def test_default_partition_budget_follows_the_open_file_limit():
     if soft != resource.RLIM_INFINITY:
         soft_after, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         assert budget * 4 + 1000 <= soft_after
+
+
+def test_creating_a_topic_makes_its_list_durable_before_any_partition_directory(tmp_path,
+                                                                                monkeypatch):
+    """An acknowledged CreateTopics survives a power cut through the topic list alone: it is
+    fsynced (file, then the data directory) before the partitions' directories are made, so
+    no partition directory can be durable without the topic that names it (a directory the
+    list does not name would be adopted with default configs). The directories themselves
+    are rebuilt when lost (tests/log/test_log_creation_durability.py)."""
+    import os
+    fsynced = []
+    real = os.fsync
+
+    def record(fd):
+        path = os.path.realpath(f"/proc/self/fd/{fd}")
+        fsynced.append((path, sorted(p.name for p in tmp_path.glob("made-*"))))
+        real(fd)
+
+    async def s(b):
+        monkeypatch.setattr(os, "fsync", record)
+        r = await call(b, "CreateTopics", 4, {"topics": [
+            {"name": "made", "num_partitions": 3, "replication_factor": 1, "assignments": [],
+             "configs": [{"name": "cleanup.policy", "value": "compact"}]}],
+            "timeout_ms": 1000, "validate_only": False})
+        monkeypatch.setattr(os, "fsync", real)
+        assert r["topics"][0]["error_code"] == 0
+        data = tmp_path.resolve()
+        assert [path for path, _ in fsynced] == [str(data / "gregor-topics.json.tmp"), str(data)]
+        assert all(dirs == [] for _, dirs in fsynced)      # no partition directory yet
+        assert sorted(p.name for p in tmp_path.glob("made-*")) == ["made-0", "made-1", "made-2"]
+    run_broker(tmp_path, s)

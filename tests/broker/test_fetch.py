@@ -150,3 +150,37 @@ def test_zstd_batches_cannot_be_down_converted(tmp_path):
         f = fresp(await call(b, "Fetch", 4, fetch_body("z", 0)))
         assert f["error_code"] == 0 and values_of(f["records"]) == [b"a"]
     run_broker(tmp_path, s)
+
+
+def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(tmp_path):
+    """KIP-207: a leader elected at log end 5 that has the high watermark 3 from its days as a
+    follower would answer "latest" 3, below what the old leader said: clients get
+    OFFSET_NOT_AVAILABLE (and retry) until the followers' fetches move the HW."""
+    from tests.log.batches import make_batch
+
+    async def s(b):
+        await create(b, "t")
+        p = b.replica_manager.get("t", 0)
+        p.make_follower(leader=7, epoch=1, isr=[0, 7], replicas=[0, 7], zk_version=1)
+        data = bytearray(make_batch(5))
+        data[12:16] = (1).to_bytes(4, "big")            # stamped by the leader of epoch 1
+        p.append_as_follower(data)
+        p.follower_high_watermark(3)
+        p.make_leader(2, [0, 7], [0, 7], zk_version=2, now_ms=0)
+        assert p.high_watermark == 3 and p.log.leader_epochs.start_offset_of_latest() == 5
+
+        async def lo(ts, version=1, replica=-1):
+            body = {"replica_id": replica, "isolation_level": 0, "topics": [{"name": "t",
+                    "partitions": [{"partition_index": 0, "timestamp": ts,
+                                    "max_num_offsets": 1}]}]}
+            return (await call(b, "ListOffsets", version, body))["topics"][0]["partitions"][0]
+
+        not_yet = ErrorCode.OFFSET_NOT_AVAILABLE
+        assert (await lo(-1))["error_code"] == not_yet
+        assert (await lo(0, version=5))["error_code"] == not_yet
+        assert (await lo(-2))["offset"] == 0                      # earliest: known
+        assert (await lo(-1, version=0))["old_style_offsets"] == [3]   # v0: as Kafka
+        assert (await lo(-1, replica=-2))["offset"] == 3           # a debug request
+        p.update_follower(7, 5, now_ms=1)                          # the follower caught up
+        assert (await lo(-1))["offset"] == 5
+    run_broker(tmp_path, s)

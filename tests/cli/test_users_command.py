@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from gregor.broker.security.credentials import FileCredentialStore
+from gregor.broker.security.credentials import FILE_NAME, FileCredentialStore
 from gregor.cli.main import cli
 from tests.support.sasl_wire import connect, login
 from tests.support.secure_broker import USERS, start_secure_broker
@@ -33,7 +33,7 @@ def test_offline_add_list_remove(tmp_path):
         "SCRAM-SHA-256=iterations=4096, SCRAM-SHA-512=iterations=4096",
         "SCRAM credential configs for user-principal 'bob' are SCRAM-SHA-512=iterations=8192"]
     cred = FileCredentialStore(data).credential("alice", "SCRAM-SHA-512")
-    assert cred is not None and "first-line-pw" not in (data / "scram-credentials.json").read_text()
+    assert cred is not None and "first-line-pw" not in (data / FILE_NAME).read_text()
     run(["users", "remove", "alice", "--data-dir", str(data)])
     assert "alice" not in run(["users", "list", "--data-dir", str(data)]).output
     out = run(["users", "remove", "nobody", "-m", "SCRAM-SHA-256", "--data-dir", str(data)],

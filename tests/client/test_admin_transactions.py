@@ -55,10 +55,27 @@ def test_open_transaction_is_listed_described_and_seen_on_the_partition(admin, c
         p.close()
 
 
-def test_describe_log_dirs_unsupported_is_a_clear_error(admin):
-    # gregor's broker does not serve DescribeLogDirs (its sizes are in its metrics).
-    if admin.supports("DescribeLogDirs"):
-        pytest.skip("this broker serves DescribeLogDirs")
-    assert not admin.supports("DescribeLogDirs")
-    with pytest.raises(UnsupportedVersionError, match="does not support DescribeLogDirs"):
-        admin.describe_log_dirs()
+def test_describe_log_dirs_gives_partition_sizes(admin, client_broker, new_topic):
+    topic = new_topic(2)
+    p = Producer({"bootstrap.servers": client_broker.bootstrap})
+    try:
+        for i in range(20):
+            p.send(topic, b"v%d" % i, partition=1)
+        p.flush(10)
+    finally:
+        p.close()
+    [(node, [d])] = admin.describe_log_dirs().items()
+    assert d.error_code == 0 and d.total_bytes >= d.usable_bytes > 0
+    assert d.partition_sizes[(topic, 0)] == 0
+    assert d.partition_sizes[(topic, 1)] == sum(
+        f.stat().st_size for f in (client_broker.data_dir / f"{topic}-1").glob("*.log")) > 0
+
+
+def test_describe_log_dirs_unsupported_is_a_clear_error():
+    from gregor.testing import Broker
+    with Broker() as b:
+        b.limit_versions("DescribeLogDirs", -1)          # as a broker that does not serve it
+        with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as a:
+            assert not a.supports("DescribeLogDirs")
+            with pytest.raises(UnsupportedVersionError, match="does not support DescribeLogDirs"):
+                a.describe_log_dirs()

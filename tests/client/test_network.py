@@ -236,3 +236,30 @@ def test_idle_connection_is_closed_and_reopened_on_demand(make_broker):
         assert net.request(None, "InitProducerId", body)["producer_id"] == 3
     finally:
         net.close()
+
+
+def test_a_throttled_broker_gets_nothing_until_the_throttle_time_passed(make_broker):
+    """KIP-219, as Kafka's NetworkClient: a response whose version makes the client throttle
+    itself pauses sends to that broker for throttle_time_ms; older versions do not."""
+    body = {"throttle_time_ms": 400, "error_code": 0, "producer_id": 1, "producer_epoch": 0}
+    b = make_broker(lambda api, v, req: body)
+    now = [1000.0]
+    net = NetworkClient({"bootstrap.servers": b.bootstrap, "request.timeout.ms": 5000},
+                        clock=lambda: now[0])
+    try:
+        node = -1
+        net.api_version(node, "InitProducerId")          # connect and negotiate
+        net.request(node, "InitProducerId", {"transactional_id": None,
+                                             "transaction_timeout_ms": 1000}, version=0)
+        assert net.ready(node)              # v0: throttle_time_ms meant "already delayed"
+        net.request(node, "InitProducerId", {"transactional_id": None,
+                                             "transaction_timeout_ms": 1000}, version=1)
+        assert not net.ready(node)          # v1+: the client holds back itself
+        assert net.connection_delay(node, now[0]) == pytest.approx(0.4)
+        assert net.least_loaded_node(now[0]) != node
+        now[0] += 0.39
+        assert not net.ready(node)
+        now[0] += 0.02
+        assert net.ready(node) and net.connection_delay(node, now[0]) == 0.0
+    finally:
+        net.close()

@@ -55,9 +55,7 @@ def client(console_broker):
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
 
-    app = create_app(settings_for(console_broker,
-                                  metrics_url=f"http://127.0.0.1:{console_broker.metrics_port}"
-                                              "/metrics"))
+    app = create_app(settings_for(console_broker))     # sizes from DescribeLogDirs
     with TestClient(app) as c:
         c.get("/")            # the CSRF cookie
         yield c

@@ -1,7 +1,6 @@
 """Log compaction: which records survive, offsets kept, rounds, transactions, producers."""
 from __future__ import annotations
 
-import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 

@@ -118,7 +118,8 @@ def test_group_commit_can_leave_the_active_segments_indexes_to_the_roll(tmp_path
         log.append(make_batch(1, 120))       # an index entry after each batch
     assert seg.offset_index.dirty and seg.time_index.dirty
     ticket = log.begin_sync(force=True, active_indexes=False)
-    assert len(ticket.fds) == 2              # the log file and the directory (new files)
+    # the log file, its directory (new files) and the data directory (a new log's name)
+    assert len(ticket.fds) == 3
     ticket.run()
     log.finish_sync(ticket)
     assert log.recovery_point == 5

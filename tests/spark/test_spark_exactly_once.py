@@ -3,7 +3,6 @@ visible whole to read_committed readers, and a micro-batch replayed after the dr
 commit (the sink had committed, Spark's commit log had not) is not written twice."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest

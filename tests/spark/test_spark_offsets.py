@@ -61,6 +61,16 @@ def test_plan_one_range_per_partition_and_min_partitions():
     assert [(r.start, r.end) for r in split if r.partition == 0] == [(0, 23), (23, 46), (46, 68), (68, 90)]
 
 
+def test_max_records_per_partition_cuts_ranges_then_min_partitions_applies():
+    capped = off.plan_ranges({T0: 0, T1: 0}, {T0: 250, T1: 40}, max_records_per_partition=100)
+    assert [(r.partition, r.start, r.end) for r in capped] == [(0, 0, 84), (0, 84, 167), (0, 167, 250),
+                                                               (1, 0, 40)]
+    both = off.plan_ranges({T0: 0, T1: 0}, {T0: 250, T1: 40}, min_partitions=8,
+                           max_records_per_partition=100)
+    assert len(both) >= 8 and all(r.size <= 100 for r in both)
+    assert sum(r.size for r in both) == 290
+
+
 def test_limit_splits_in_proportion_to_backlog():
     end = off.limit_offsets({T0: 0, T1: 100}, {T0: 300, T1: 200}, 100)
     assert end == {T0: 75, T1: 125}  # backlogs 300 and 100 -> shares 75 and 25
@@ -70,12 +80,20 @@ def test_limit_splits_in_proportion_to_backlog():
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=6),
        st.integers(1, 3000))
-def test_limit_never_exceeds_the_cap_or_the_latest(pairs, cap):
+def test_limit_follows_sparks_rate_limit(pairs, cap):
+    """Never past the latest offset; every partition with records gets at least one; the
+    others' shares are rounded down, so the total is within one record per partition of the
+    cap (or everything, when the backlog fits)."""
     start = {("t", i): s for i, (s, _) in enumerate(pairs)}
     latest = {("t", i): s + n for i, (s, n) in enumerate(pairs)}
     end = off.limit_offsets(start, latest, cap)
     assert all(start[tp] <= end[tp] <= latest[tp] for tp in start)
-    assert sum(end[tp] - start[tp] for tp in start) == min(cap, sum(n for _, n in pairs))
+    assert all(end[tp] > start[tp] for tp in start if latest[tp] > start[tp])
+    total, taken = sum(n for _, n in pairs), sum(end[tp] - start[tp] for tp in start)
+    if total <= cap:
+        assert taken == total
+    else:
+        assert cap - len(pairs) <= taken <= cap + len(pairs)
 
 
 @settings(max_examples=80, deadline=None)

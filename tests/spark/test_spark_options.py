@@ -1,4 +1,6 @@
 """Option parsing of the gregor data source: defaults, rules and error messages (no Spark)."""
+import logging
+
 import pytest
 
 from gregor.spark.options import (EARLIEST, LATEST, OptionError, parse_duration_ms, parse_sink_options,
@@ -25,6 +27,31 @@ def test_kafka_options_pass_through_to_the_client():
     assert o.client == {"bootstrap.servers": "127.0.0.1:9092", "linger.ms": "5", "client.id": "x"}
 
 
+def test_unknown_kafka_keys_are_logged_and_dropped_per_client(caplog, monkeypatch):
+    """One option dict for a source and a sink, as Spark jobs share them: each client gets the
+    keys it knows; the rest is logged once (Kafka's clients warn likewise) instead of failing."""
+    from gregor.client.consumer import Consumer
+    from gregor.client.producer.settings import producer_config
+    from gregor.spark.client import consumer_config
+    from gregor.spark import kafka_params
+    from gregor.spark.kafka_params import producer_params
+    monkeypatch.setattr(kafka_params, "_warned", set())   # logged once per process and key
+    shared = {"bootstrap.servers": "127.0.0.1:9092", "linger.ms": "5", "group.id": "acl-group",
+              "isolation.level": "read_committed", "receive.buffer.bytes": "65536",
+              "client.dns.lookup": "use_all_dns_ips"}
+    with caplog.at_level(logging.WARNING, logger="gregor.spark"):
+        cfg = consumer_config(shared, "spark-kafka-source-x-executor")
+        prod = producer_params(shared)
+    assert cfg["group.id"] == "acl-group" and cfg["isolation.level"] == "read_committed"
+    assert "linger.ms" not in cfg and "receive.buffer.bytes" not in cfg
+    assert prod == {"bootstrap.servers": "127.0.0.1:9092", "linger.ms": "5"}
+    logged = caplog.text
+    assert "'kafka.linger.ms' was supplied but is not a known gregor consumer config" in logged
+    assert "'kafka.group.id' was supplied but is not a known gregor producer config" in logged
+    Consumer(cfg).close()          # the real clients accept what is left
+    producer_config(prod)
+
+
 def test_missing_subscription_names_the_three_options():
     with pytest.raises(OptionError, match="subscribe.*subscribePattern.*assign"):
         src()
@@ -43,8 +70,9 @@ def test_missing_bootstrap_servers():
 def test_subscribe_list_and_pattern():
     assert src(subscribe=" a, b ,").subscription.topics == ("a", "b")
     sub = src(subscribePattern="ev-.*").subscription
-    assert sub.matches("ev-1") and not sub.matches("xev-1")
-    with pytest.raises(OptionError, match="not a valid regular expression"):
+    assert sub.matches("ev-1") and sub.matches("xev-1")      # a search, as Spark's findFirstIn
+    assert not src(subscribePattern="^ev-.*").subscription.matches("xev-1")
+    with pytest.raises(OptionError, match="not a valid \\(Java\\) regular expression"):
         src(subscribePattern="(")
     with pytest.raises(OptionError, match="names no topic"):
         src(subscribe=" , ")
@@ -84,8 +112,46 @@ def test_batch_only_and_stream_only_rules():
         src(subscribe="t", endingOffsets='{"t":{"0":-2}}')
     with pytest.raises(OptionError, match="batch queries only"):
         src(streaming=True, subscribe="t", endingOffsets="latest")
-    with pytest.raises(OptionError, match="streaming queries only"):
-        src(subscribe="t", maxOffsetsPerTrigger="10")
+    with pytest.raises(OptionError, match="batch queries only"):
+        src(streaming=True, subscribe="t", endingOffsetsByTimestamp='{"t":{"0":5}}')
+    # Spark ignores endingTimestamp in a stream
+    assert src(streaming=True, subscribe="t", endingTimestamp="5").ending is None
+
+
+def test_stream_only_options_are_ignored_with_a_warning_in_batch(caplog):
+    with caplog.at_level(logging.WARNING, logger="gregor.spark"):
+        o = src(subscribe="t", maxOffsetsPerTrigger="10", minOffsetsPerTrigger="2", maxTriggerDelay="1m")
+    assert o.max_offsets_per_trigger is None and o.min_offsets_per_trigger is None
+    for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+        assert f"option '{name}' is ignored in batch queries" in caplog.text
+
+
+def test_min_offsets_must_not_exceed_max_offsets():
+    with pytest.raises(OptionError, match=r"minOffsetsPerTrigger \(20\) is higher than maxOffsetsPerTrigger \(10\)"):
+        src(streaming=True, subscribe="t", minOffsetsPerTrigger="20", maxOffsetsPerTrigger="10")
+    o = src(streaming=True, subscribe="t", minOffsetsPerTrigger="10", maxOffsetsPerTrigger="10")
+    assert (o.min_offsets_per_trigger, o.max_offsets_per_trigger) == (10, 10)
+
+
+def test_partition_sizing_retries_and_group_ids(caplog):
+    o = src(subscribe="t", maxRecordsPerPartition="1000", **{"fetchOffset.numRetries": "5",
+                                                             "fetchOffset.retryIntervalMs": "20"})
+    assert o.max_records_per_partition == 1000
+    assert (o.fetch_offset_retries, o.fetch_offset_retry_interval_ms) == (5, 20)
+    default = src(subscribe="t")
+    assert (default.fetch_offset_retries, default.fetch_offset_retry_interval_ms) == (3, 1000)
+    with pytest.raises(OptionError, match="'maxRecordsPerPartition' must be a positive integer"):
+        src(subscribe="t", maxRecordsPerPartition="0")
+    with pytest.raises(OptionError, match="'fetchOffset.numRetries' must be an integer >= 1"):
+        src(subscribe="t", **{"fetchOffset.numRetries": "0"})
+    # Spark's group ids: <prefix>-<uuid>, prefix spark-kafka-relation (batch) / -source (stream)
+    assert default.group_id.startswith("spark-kafka-relation-") and not default.custom_group_id
+    assert src(streaming=True, subscribe="t").group_id.startswith("spark-kafka-source-")
+    assert src(subscribe="t", groupIdPrefix="acl-ok").group_id.startswith("acl-ok-")
+    with caplog.at_level(logging.WARNING, logger="gregor.spark"):
+        custom = src(subscribe="t", groupIdPrefix="ignored", **{"kafka.group.id": "mine"})
+    assert custom.group_id == "mine" and custom.custom_group_id
+    assert "'kafka.group.id' is set" in caplog.text and "'groupIdPrefix' is ignored" in caplog.text
 
 
 def test_numbers_and_booleans_are_checked():
@@ -130,6 +196,8 @@ def test_durations():
 
 def test_sink_needs_value_and_a_topic():
     assert parse_sink_options({**BASE, "topic": "t"}, ["value"]).topic == "t"
+    with pytest.raises(OptionError, match="needs a 'value' column.*case-sensitive"):
+        parse_sink_options({**BASE, "topic": "t"}, ["Value"])  # as Spark's KafkaWriter
     assert parse_sink_options(BASE, ["value", "topic"]).topic is None
     with pytest.raises(OptionError, match="needs a 'value' column"):
         parse_sink_options({**BASE, "topic": "t"}, ["key"])

@@ -1,6 +1,7 @@
 """docs/testing.md's examples run as tests: every ```python block of the page that defines a
-test_ function is written to a module and run by pytest (with gregor's plugin, as a user's
-suite would have it), so the page cannot drift from what works."""
+test_ function (async ones run by pytest-asyncio) is written to a module and run by pytest
+(with gregor's plugin, as a user's suite would have it), so the page cannot drift from what
+works."""
 from __future__ import annotations
 
 import os
@@ -15,7 +16,8 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 
 def example_blocks() -> list[str]:
-    return [b for b in BLOCK.findall(DOC.read_text()) if re.search(r"^def test_", b, re.M)]
+    return [b for b in BLOCK.findall(DOC.read_text())
+            if re.search(r"^(?:async )?def test_", b, re.M)]
 
 
 def test_the_docs_examples_pass(tmp_path):
@@ -24,7 +26,7 @@ def test_the_docs_examples_pass(tmp_path):
     names = []
     for i, code in enumerate(blocks):
         (tmp_path / f"test_doc_example_{i}.py").write_text(code)
-        names += re.findall(r"^def (test_\w+)", code, re.M)
+        names += re.findall(r"^(?:async )?def (test_\w+)", code, re.M)
     report = tmp_path / "report.xml"
     env = dict(os.environ)
     env.pop("PYTEST_ADDOPTS", None)

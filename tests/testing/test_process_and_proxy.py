@@ -2,7 +2,10 @@
 same port) and TcpProxy in front of a broker that advertises it."""
 from __future__ import annotations
 
+import os
 import select
+import time
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +124,27 @@ def test_proxy_in_front_of_an_in_process_broker_carries_every_client_connection(
         assert reports and reports[0] is not None
         proxy.heal()
         assert produce(broker.bootstrap_servers, "through-proxy", [b"y"]) == [(None, 1)]
+
+
+def test_a_process_broker_does_not_outlive_its_test_process(tmp_path):
+    """A test process killed with SIGKILL (no fixture teardown runs) leaves no broker behind."""
+    import subprocess
+    import sys
+    code = ("import sys, time\n"
+            f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+            "from gregor.testing import BrokerProcess\n"
+            f"b = BrokerProcess({str(tmp_path / 'data')!r}); b.start()\n"
+            "print(b.pid, flush=True); time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    broker_pid = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(broker_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(broker_pid, 9)
+    raise AssertionError("the broker outlived the process that started it")

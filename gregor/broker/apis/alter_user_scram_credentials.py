@@ -1,8 +1,9 @@
 """AlterUserScramCredentials (51): add, replace or remove SCRAM credentials (KIP-554), stored
-durably before the answer (security/credentials.py, credentials_zk.py). Rules and texts:
-security/scram_admin.py."""
+durably before the answer (the entity config store: security/credentials.py). Rules and
+texts: security/scram_admin.py."""
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from ...protocol.errors import ErrorCode
@@ -15,27 +16,29 @@ VERSIONS = (0, 0)
 log = logging.getLogger("gregor.broker.security")
 
 
-def handle(broker, ctx, request) -> dict:
+def handle(broker, ctx, request):
     deletions, upsertions = request["deletions"], request["upsertions"]
     if not cluster_operation_allowed(broker, ctx, "ALTER"):
         users = dict.fromkeys(a["name"] for a in [*deletions, *upsertions])
         return {"throttle_time_ms": 0, "results": [
             {"user": u, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
              "error_message": None} for u in users]}
-
-    def alter(store):
-        results, changes = scram_admin.plan_alter(store, deletions, upsertions)
-        if changes:
-            try:
-                store.write_user_configs(changes)
-            except Exception as e:           # the store's error names the file or znode
-                log.error("storing SCRAM credentials of %s failed: %s", sorted(changes), e)
-                for r in results:
-                    if r["user"] in changes:
-                        r.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-                                 error_message=f"the broker could not store the credential: {e}")
-                return {"throttle_time_ms": 0, "results": results}
-            log.info("%s changed the SCRAM credentials of %s", ctx.principal,
-                     ", ".join(sorted(changes)))
+    credentials = broker.security.credentials
+    results, changes = scram_admin.plan_alter(credentials, deletions, upsertions)
+    if not changes:
         return {"throttle_time_ms": 0, "results": results}
-    return broker.security.credentials_call(alter)
+
+    async def write():
+        try:
+            await credentials.write(changes)
+        except Exception as e:               # the store's error names the file or znode
+            log.error("storing SCRAM credentials of %s failed: %s", sorted(changes), e)
+            for r in results:
+                if r["user"] in changes:
+                    r.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+                             error_message=f"the broker could not store the credential: {e}")
+            return {"throttle_time_ms": 0, "results": results}
+        log.info("%s changed the SCRAM credentials of %s", ctx.principal,
+                 ", ".join(sorted(changes)))
+        return {"throttle_time_ms": 0, "results": results}
+    return asyncio.ensure_future(write())

@@ -21,12 +21,10 @@ def handle(broker, ctx, request) -> dict:
     users = request.get("users")
     names = None if users is None else [u["name"] for u in users]
 
-    def describe(store):
-        try:
-            return scram_admin.describe(store, names)
-        except Exception as e:               # the store's error names the file or znode
-            log.error("reading SCRAM credentials failed: %s", e)
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
-                    "error_message": f"the broker could not read the credentials: {e}",
-                    "results": []}
-    return broker.security.credentials_call(describe)
+    try:
+        return scram_admin.describe(broker.security.credentials, names)
+    except Exception as e:                   # the store's error names the file
+        log.error("reading SCRAM credentials failed: %s", e)
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
+                "error_message": f"the broker could not read the credentials: {e}",
+                "results": []}

@@ -3,6 +3,11 @@ a timestamp. v0 answers with a list of offsets (old_style_offsets) instead of on
 timestamp. "Latest" is the high watermark: the next offset a consumer will see; for
 read_committed requests (v2+ isolation_level 1) it is the last stable offset, where such a
 consumer stops.
+
+A leader elected moments ago knows the high watermark only from its last fetch as a follower
+until its followers fetch from it: below the start of its epoch, an answer from it could go
+backwards from what the old leader said. As Kafka (KIP-207), a client's (v1+, replica_id -1)
+"latest" or timestamp lookup is then answered OFFSET_NOT_AVAILABLE, which clients retry.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ def handle(broker, ctx, request) -> dict:
     version = ctx.api_version
     rm = broker.replica_manager
     read_committed = request.get("isolation_level", 0) == 1
+    client = request.get("replica_id", -1) == -1       # not a follower's or a debug request
     denied = denied_topics(broker, ctx, DESCRIBE, (t["name"] for t in request["topics"]))
     topics = []
     for t in request["topics"]:
@@ -45,6 +51,10 @@ def handle(broker, ctx, request) -> dict:
                 continue
             out["leader_epoch"] = p.leader_epoch
             ts = pt["timestamp"]
+            if (ts == LATEST or ts >= 0) and version >= 1 and client and \
+                    p.log.leader_epochs.start_offset_of_latest() > p.high_watermark:
+                out["error_code"] = ErrorCode.OFFSET_NOT_AVAILABLE
+                continue
             try:
                 if ts == LATEST:
                     offset = p.last_stable_offset if read_committed else p.high_watermark

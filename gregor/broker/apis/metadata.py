@@ -12,16 +12,13 @@ no topic has it).
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from ...protocol.errors import ErrorCode
+from ..metadata_common import INTERNAL, NO_AUTHORIZED_OPS, requested_names, unknown_topic_id
 from ..topics import topic_name_error
 from ._metadata_authz import add_authorized_operations, authorized_metadata
 
 API_KEY = 3
 VERSIONS = (0, 12)
-INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
-NO_AUTHORIZED_OPS = -2147483648
 
 
 def handle(broker, ctx, request) -> dict:
@@ -77,28 +74,6 @@ def _topic_ids(broker) -> dict[bytes, str]:
                 for n, v in broker.cluster.snapshot.topics.items()
                 if not v.deleting and v.assignment.topic_id}
     return {t.topic_id_bytes: t.name for t in broker.store.live()}
-
-
-ZERO_ID = bytes(16)
-
-
-def requested_names(requested: list[dict], ids: Callable[[], dict[bytes, str]]) -> list:
-    """The names asked for; a topic asked for by id alone (v12) is looked up in ids() (built
-    only then), and stays bytes (its id) when no topic has it."""
-    out, by_id = [], None
-    for t in requested:
-        name, topic_id = t.get("name"), t.get("topic_id") or ZERO_ID
-        if name is None and topic_id != ZERO_ID:
-            by_id = ids() if by_id is None else by_id
-            name = by_id.get(topic_id, topic_id)
-        out.append(name)
-    return out
-
-
-def unknown_topic_id(topic_id: bytes) -> dict:
-    return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id,
-            "is_internal": False, "partitions": [],
-            "topic_authorized_operations": NO_AUTHORIZED_OPS}
 
 
 def _describe(broker, name, allow_create: bool) -> dict:

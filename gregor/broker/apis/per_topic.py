@@ -31,7 +31,9 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
         try:
             if denied and name in denied:
                 raise denied[name]
-            apply(t)
+            extra = apply(t)
+            if extra:
+                res.update(extra)
         except KafkaError as e:
             res["error_code"] = e.code
             res["error_message"] = e.message
@@ -40,11 +42,13 @@ def per_topic_results(broker, api_key: int, topics: list[dict],
 
 
 def controller_results(broker, api_key: int, topics: list[dict], run, results_key: str,
-                       denied: dict[str, KafkaError] | None = None):
+                       denied: dict[str, KafkaError] | None = None, details=None,
+                       throttle=None):
     """In a cluster: run(unique_topics) is the controller's coroutine returning
     {name: KafkaError or None} (None for everything when it timed out); the response lists one
     result per requested topic under results_key, duplicates refused as on a single node and
-    the names in `denied` (not authorized) with their error, never given to run."""
+    the names in `denied` (not authorized) with their error, never given to run.
+    details(topic) adds fields to a successful result; throttle() gives throttle_time_ms."""
     counts = Counter(t["name"] for t in topics)
     denied = denied or {}
     unique = [t for t in topics if counts[t["name"]] == 1 and t["name"] not in denied]
@@ -65,8 +69,10 @@ def controller_results(broker, api_key: int, topics: list[dict], run, results_ke
                 e = errors[t["name"]]
                 res["error_code"], res["error_message"] = e.code, e.message
                 broker.metrics.error(api_key, e.name)
+            elif details is not None:
+                res.update(details(t) or {})
             results.append(res)
-        return {"throttle_time_ms": 0, results_key: results}
+        return {"throttle_time_ms": throttle() if throttle else 0, results_key: results}
     return respond_later(run(unique) if unique else _nothing(), build)
 
 

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 
-from ...protocol.errors import (ErrorCode, error_for_code, InvalidTxnStateError, KafkaError,
+from ...protocol.errors import (ErrorCode, InvalidTxnStateError, KafkaError,
                                UnknownTopicOrPartitionError, error_for_code)
 from ...protocol.records.header import HEADER_SIZE, parse_header
 from ..purgatory import DelayedOperation

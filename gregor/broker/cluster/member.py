@@ -27,6 +27,7 @@ from .assignment import AssignmentError, assign_replicas
 from .broker_connection import BrokerConnection
 from .controller import Controller
 from .controller_requests import ControllerRequestsMixin
+from .entity_configs_zk import ZkEntityConfigStore
 from .errors import ClusterError
 from .isr_changes import IsrChangesMixin
 from .metadata_cache import apply_configs
@@ -81,6 +82,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         self._stepped_out_session: int | None = None
         self._closed = False
         self.producer_ids = ClusterProducerIds(self.store, self.broker_id)
+        # /config/users, /config/clients, /config/ips: quotas and SCRAM credentials
+        self.entity_configs = ZkEntityConfigStore(self.store)
         self._auto_creating: set[str] = set()
         self.refreshes = 0
         self.fetchers = ReplicaFetcherManager(broker, self._endpoint, self.inter_broker)
@@ -109,6 +112,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
             # not seed an empty ZooKeeper with its id (Kafka refuses it the same way).
             candidate = self.broker.config.get("cluster.id") or new_uuid_string()
             self.cluster_id = await self.store.cluster_id(candidate)
+            await self.entity_configs.start()
         except StoreError as e:
             raise ClusterError(str(e)) from None
         stored = meta.get("cluster.id")
@@ -203,6 +207,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         await self.fetchers.close()
         if self._controller_conn is not None:
             self._controller_conn.close()
+        await self.entity_configs.close()
         await self.store.close()      # ends the session: our ephemeral nodes go at once
 
     async def _controlled_shutdown(self) -> None:
@@ -310,12 +315,16 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
             log.warning("topic %r: configs changed again meanwhile", name)
 
     async def add_partitions(self, topics: list[dict], validate_only: bool,
-                             timeout_ms: int) -> dict:
+                             timeout_ms: int, quota=None) -> dict:
         """CreatePartitions on the controller: {name: error or None}, once our own view shows
-        the new partitions (or the timeout passed)."""
+        the new partitions (or the timeout passed). quota (controller_mutation_rate) counts
+        each topic's new partitions and may refuse it."""
         out, added = {}, {}
         for t in topics:
             try:
+                view = self.controller.view.topics.get(t["name"])
+                if quota is not None and not validate_only and view is not None:
+                    quota.record(t["count"] - len(view.assignment.partitions))
                 await self.controller.add_partitions(self.controller.view, t["name"], t["count"],
                                                      t["assignments"], validate_only)
                 out[t["name"]] = None
@@ -329,10 +338,22 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         await self._wait_told(lambda: all(shown(n, c) for n, c in added.items()), timeout_ms)
         return out
 
-    async def delete_topics(self, names: list[str], timeout_ms: int) -> dict:
+    async def delete_topics(self, names: list[str], timeout_ms: int, quota=None) -> dict:
         """DeleteTopics on the controller: {name: error or None}, once our own view no longer
-        has the topics (or the timeout passed)."""
-        out = await self.controller.delete_topics(self.controller.view, names)
+        has the topics (or the timeout passed). quota (controller_mutation_rate) counts each
+        topic's partitions and may refuse it."""
+        refused = {}
+        if quota is not None:
+            for n in names:
+                view = self.controller.view.topics.get(n)
+                if view is not None and not view.deleting:
+                    try:
+                        quota.record(len(view.assignment.partitions))
+                    except KafkaError as e:
+                        refused[n] = e
+        out = await self.controller.delete_topics(
+            self.controller.view, [n for n in names if n not in refused])
+        out.update(refused)
         marked = [n for n, e in out.items() if e is None]
         await self._wait_told(lambda: not any(n in self.snapshot.topics for n in marked),
                               timeout_ms)
@@ -502,8 +523,9 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
                          len(view.assignment.partitions), dict(self.configs.get(name, {})))
 
     async def create_topics(self, topics: list[dict], validate_only: bool,
-                            timeout_ms: int) -> dict[str, KafkaError | None]:
-        """CreateTopics on the controller; returns {name: error or None}."""
+                            timeout_ms: int, quota=None) -> dict[str, KafkaError | None]:
+        """CreateTopics on the controller; returns {name: error or None}. quota
+        (controller_mutation_rate) counts each topic's partitions and may refuse it."""
         snap = self.controller.view
         out: dict[str, KafkaError | None] = {}
         created = []
@@ -515,6 +537,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
                     snap, name, t["num_partitions"], t["replication_factor"],
                     t["assignments"], configs)
                 if not validate_only:
+                    if quota is not None:
+                        quota.record(len(plan))
                     await self.controller.create_topic(snap, name, plan, clean)
                     created.append(name)
                 out[name] = None

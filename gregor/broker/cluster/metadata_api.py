@@ -10,12 +10,9 @@ partition states, and the topic answers LEADER_NOT_AVAILABLE until they are ther
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
-from ..apis.metadata import requested_names, unknown_topic_id
+from ..metadata_common import INTERNAL, NO_AUTHORIZED_OPS, requested_names, unknown_topic_id
 from ..topics import topic_name_error
 from .znodes import topic_id_bytes
-
-NO_AUTHORIZED_OPS = -2147483648
-INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def brokers(snap, listener: str | None) -> list[dict]:

@@ -20,7 +20,8 @@ PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 DELETE_TOPICS = "/admin/delete_topics"
 # Created at start-up, as Kafka's KafkaZkClient.createTopLevelPaths does.
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, "/brokers/seqid", "/config/changes", CONFIG_TOPICS,
-                    "/config/clients", "/config/users", "/config/brokers", DELETE_TOPICS,
+                    "/config/clients", "/config/users", "/config/ips", "/config/brokers",
+                    DELETE_TOPICS,
                     "/isr_change_notification", "/latest_producer_id_block")
 
 BROKER_VERSION = 5          # v5 (Kafka 2.7+) adds "features"

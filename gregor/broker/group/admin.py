@@ -24,7 +24,8 @@ class GroupAdminMixin:
         group = self.groups.get(group_id)
         # A consumer-protocol group is not a classic group: Kafka describes it as Dead here
         # (DescribeGroups v0-5); ConsumerGroupDescribe describes it.
-        if group is None or isinstance(group, ConsumerGroup) or group.is_(S.DEAD):
+        if group is None or isinstance(group, ConsumerGroup) or group.is_(S.DEAD) or \
+                group.pending_creation:
             return {"error_code": E.NONE, "group_id": group_id, "group_state": "Dead",
                     "protocol_type": "", "protocol_data": "", "members": []}
         stable = group.is_(S.STABLE)
@@ -51,7 +52,7 @@ class GroupAdminMixin:
                 if g.dead:
                     continue
             else:
-                if g.is_(S.DEAD):
+                if g.is_(S.DEAD) or g.pending_creation:
                     continue
                 kind, state, ptype = "classic", g.state.value, g.protocol_type or ""
             if states and state.lower() not in states:
@@ -66,7 +67,8 @@ class GroupAdminMixin:
         """Classic groups by state."""
         counts = {s.value: 0 for s in S if s is not S.DEAD}
         for g in self.groups.values():
-            if not isinstance(g, ConsumerGroup) and not g.is_(S.DEAD):
+            if not isinstance(g, ConsumerGroup) and not g.is_(S.DEAD) and \
+                    not g.pending_creation:
                 counts[g.state.value] += 1
         return counts
 

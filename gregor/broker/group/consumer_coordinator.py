@@ -32,6 +32,7 @@ from .assignors import ASSIGNORS
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember,
                              MemberState, copy_assignment)
 from .reconciliation import FencedMember, reconcile
+from .store_errors import STORE_ERRORS
 
 log = logging.getLogger("gregor.broker.group")
 E = ErrorCode
@@ -463,7 +464,6 @@ class ConsumerGroupsMixin:
         def done(code: int, _offset: int = -1) -> None:
             group.inflight_writes -= 1
             if code:
-                from .coordinator import STORE_ERRORS
                 log.warning("group %s: writing its records failed (error %d)",
                             group.group_id, code)
                 group.write_failed = STORE_ERRORS.get(code, E.UNKNOWN_SERVER_ERROR)

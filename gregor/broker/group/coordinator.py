@@ -33,6 +33,7 @@ from .consumer_coordinator import ConsumerGroupsMixin
 from .consumer_group import ConsumerGroup
 from .metadata import Group, GroupState, Member, new_member_id
 from .offsets import OffsetsMixin
+from .store_errors import STORE_ERRORS
 
 log = logging.getLogger("gregor.broker.group")
 
@@ -40,15 +41,6 @@ E = ErrorCode
 S = GroupState
 TOPIC = "__consumer_offsets"
 PARTITION_CACHE_SIZE = 100_000
-# A failed write of the offsets topic, as the client should see it (Kafka's mapping).
-STORE_ERRORS = {
-    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
-    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
-    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
-}
 
 
 @dataclass

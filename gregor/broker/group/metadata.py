@@ -84,8 +84,18 @@ class Group:
     offsets: dict = field(default_factory=dict)
     pending_txn: dict = field(default_factory=dict)
     inflight_commits: dict = field(default_factory=dict)     # (topic, partition) -> writes
+    # Created by an offset commit whose record is not committed in the log yet (offsets.py).
+    unwritten: bool = False
 
     # -- state ----------------------------------------------------------------------------
+    @property
+    def pending_creation(self) -> bool:
+        """Known only from a commit still being written, and no member since: ListGroups and
+        DescribeGroups do not show it yet. Kafka's coordinator answers them from the state
+        at the last committed offset, so a group appears together with its first offsets;
+        showing it earlier would show a group without them (a lag tool reads 0 lag)."""
+        return self.unwritten and not self.members
+
     def is_(self, state: GroupState) -> bool:
         return self.state is state
 

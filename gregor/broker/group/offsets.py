@@ -7,6 +7,9 @@ transaction stay pending, per producer id, until the transaction's marker reache
 partition: a COMMIT makes them the group's offsets (unless a later plain commit of the same
 partition is already in the log), an ABORT drops them. While pending, OffsetFetch with
 require_stable answers UNSTABLE_OFFSET_COMMIT for those partitions, and clients retry.
+A group that a commit creates (a consumer assigning its own partitions, an admin's reset) is
+likewise shown by ListGroups and DescribeGroups only once that commit is in the log, so no one
+sees the group without its offsets; a failed first commit leaves no group behind.
 """
 from __future__ import annotations
 
@@ -20,25 +23,12 @@ from . import consumer_records as CR
 from . import log_records as L
 from .consumer_group import ConsumerGroup
 from .metadata import Group, GroupState, Member
+from .store_errors import COMMIT_STORE_ERRORS
 
 log = logging.getLogger("gregor.broker.group")
 
 E = ErrorCode
 S = GroupState
-# A failed offsets write, as OffsetCommit reports it (Kafka's mapping).
-COMMIT_STORE_ERRORS = {
-    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
-    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
-    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
-    E.MESSAGE_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
-    E.RECORD_LIST_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
-    E.INVALID_FETCH_SIZE: E.INVALID_COMMIT_OFFSET_SIZE,
-    E.INVALID_PRODUCER_EPOCH: E.INVALID_PRODUCER_EPOCH,
-    E.PRODUCER_FENCED: E.PRODUCER_FENCED,
-}
 
 TP = tuple  # (topic, partition)
 
@@ -74,6 +64,7 @@ class OffsetsMixin:
                 # group was deleted): the member must rejoin.
                 return respond({tp: E.ILLEGAL_GENERATION for tp in offsets})
             group = self._new_group(group_id)
+            group.unwritten = True
         if isinstance(group, ConsumerGroup):
             code = _validate_consumer_member(group, generation, member_id)
             if not code and api_version is not None and api_version < 9 and \
@@ -139,7 +130,10 @@ class OffsetsMixin:
             if code:
                 mapped = COMMIT_STORE_ERRORS.get(code, E.UNKNOWN_SERVER_ERROR)
                 results.update({tp: mapped for tp in accepted})
+                self._drop_if_never_written(group)
             else:
+                if getattr(group, "unwritten", False):
+                    group.unwritten = False        # its first record is in the log: shown
                 first = last_offset - len(records) + 1
                 target = group.offsets if producer is None else \
                     group.pending_txn.setdefault(producer[0], {})
@@ -151,6 +145,15 @@ class OffsetsMixin:
             respond(results)
         self.store.write(self.partition_of(group.group_id), records, stored, producer=producer)
 
+    def _drop_if_never_written(self, group: Group) -> None:
+        """A group that only a failed commit created goes away again, as a failed write
+        leaves nothing behind in Kafka's coordinator."""
+        if (getattr(group, "pending_creation", False) and not group.offsets
+                and not group.pending_txn and not group.inflight_commits
+                and self.groups.get(group.group_id) is group):
+            group.transition(S.DEAD, self.clock())
+            del self.groups[group.group_id]
+
     # -- TxnOffsetCommit ------------------------------------------------------------------
     def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
                    member_id: str, instance_id: str | None,
@@ -159,7 +162,10 @@ class OffsetsMixin:
         code = self.group_status(group_id)
         if code:
             return respond({tp: code for tp in offsets})
-        group = self.groups.get(group_id) or self._new_group(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self._new_group(group_id)
+            group.unwritten = True
         if isinstance(group, ConsumerGroup):
             # Kafka's rule for both commits: a non-member only while the group is empty.
             code = _validate_consumer_member(group, generation, member_id)

@@ -147,7 +147,9 @@ class AclAuthorizer:
             else:
                 table.pop(pattern.name, None)
             self._prefix_lengths[rtype] = tuple(sorted({len(p) for p in table}))
-        self._cache.clear()
+        # a new dict, not clear(): connections' memos of allowed decisions (checks.py) are
+        # tied to the dict they were made under and drop themselves when it is replaced
+        self._cache = {}
 
     def replace_all(self, acls: dict[ResourcePattern, frozenset[AccessControlEntry]]) -> None:
         for pattern in [p for p in self._acls if p not in acls]:
@@ -178,7 +180,7 @@ class AclAuthorizer:
         if allowed is None:
             allowed = self._decide(principal, self._host(host), op, rtype, name)
             if len(self._cache) >= MAX_CACHED_DECISIONS:
-                self._cache.clear()
+                self._cache = {}
             self._cache[key] = allowed
             if allowed and audit.isEnabledFor(logging.DEBUG):
                 # allowed decisions are logged when made, not on every cached repeat: the

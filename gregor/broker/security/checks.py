@@ -66,16 +66,38 @@ def denied_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Iter
     a = broker.authorizer
     if a is None:
         return _NONE
-    p, h, req = ctx.principal, ctx.client_host, ctx.api.name
+    memo = _memo(a, ctx)
+    op_v, rt_v = op._value_, rtype._value_
     out = None                   # a plain loop: this runs on every produce and fetch request
     for n in names:
+        if memo is not None and (op_v, rt_v, n) in memo:
+            continue
         if out is not None and n in out:
             continue
-        if not a.authorize(p, h, op, rtype, n, log_denied=log_denied, request=req):
+        if a.authorize(ctx.principal, ctx.client_host, op, rtype, n, log_denied=log_denied,
+                       request=ctx.api.name):
+            if memo is not None:
+                memo[(op_v, rt_v, n)] = True
+        else:
             if out is None:
                 out = set()
             out.add(n)
     return out or _NONE
+
+
+def _memo(a, ctx) -> dict | None:
+    """The connection's memo of allowed decisions: a connection's principal and host do not
+    change (re-authentication keeps the principal), so a produce or fetch of a topic it was
+    already allowed costs one lookup of (operation, resource type, name). It is valid while
+    the authorizer's decision cache is the same dict (replaced on every ACL change); denials
+    are never memoised, so each one is still decided and logged."""
+    conn = ctx.connection
+    if conn is None:
+        return None
+    held = getattr(conn, "authz_memo", None)
+    if held is None or held[0] is not a._cache or len(held[1]) > 10_000:
+        held = conn.authz_memo = (a._cache, {})
+    return held[1]
 
 
 def denied_topics(broker, ctx, op: AclOperation, names: Iterable[str]) -> frozenset:

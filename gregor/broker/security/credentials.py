@@ -1,33 +1,38 @@
-"""SCRAM credentials of a single-node broker, stored durably in its data directory.
+"""SCRAM credentials, kept in the entity config store that quotas share.
 
-    <data dir>/scram-credentials.json   (mode 0600)
-    {"version": 1, "users": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,server_key=..,iterations=4096"}}}
+Kafka's ZooKeeper mode keeps a user's credentials in /config/users/<sanitized user>, one key
+per mechanism, beside the user's quotas:
 
-Each user's entry is the same config map Kafka keeps in ZooKeeper's /config/users/<user>
-(credentials per mechanism as ScramCredentialUtils strings; other keys are kept untouched).
-Writes replace the file atomically (a temporary file, fsync, rename, fsync of the directory),
-so a credential the broker acknowledged survives kill -9, and a crash never leaves half a file.
-Readers notice when the file changed (its size, inode and modification time), so `gregor users
-add --data-dir` works before the broker starts and while it runs; writers hold an flock so the
-broker and the command never lose each other's changes.
+    {"SCRAM-SHA-256": "salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=4096",
+     "producer_byte_rate": "1048576"}
 
-The cluster's store (ZooKeeper) is credentials_zk.py; both offer the same methods.
+gregor keeps them the same way in its one store of entity configs
+(gregor/broker/entity_configs/): a single node's `entity-configs.json` in the data directory
+(atomic, fsynced writes; other processes' writes noticed), a cluster's /config znodes with
+change notices every broker follows. `ScramCredentials` is the SCRAM view of that store:
+authentication reads the in-memory copy (never waits on a disk or ZooKeeper), and writes
+change only the SCRAM keys of a user, so a quota change never drops a credential, nor the
+other way round.
+
+A data directory from before the store was shared has `scram-credentials.json`; its users are
+moved into the store once, and the old file renamed `scram-credentials.json.migrated`.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
 from pathlib import Path
 
 from ...security.scram import MECHANISMS, ScramCredential, ScramError
+from ..entity_configs.file_store import FILE_NAME, EntityStoreError, FileEntityConfigStore
+from ..entity_configs.names import DEFAULT, USERS, desanitize, sanitize
 
 log = logging.getLogger("gregor.broker.security.credentials")
 
-FILE_NAME = "scram-credentials.json"
-_LOCK_NAME = ".scram-credentials.lock"
+LEGACY_FILE_NAME = "scram-credentials.json"
+__all__ = ["FILE_NAME", "LEGACY_FILE_NAME", "CredentialStoreError", "ScramCredentials",
+           "FileCredentialStore", "credential_of", "migrate_legacy_file"]
 
 
 class CredentialStoreError(RuntimeError):
@@ -45,100 +50,113 @@ def credential_of(config: dict, mechanism: str) -> ScramCredential | None:
         return None
 
 
-class FileCredentialStore:
-    def __init__(self, data_dir: str | os.PathLike):
-        self.dir = Path(data_dir)
-        self.path = self.dir / FILE_NAME
-        self._stamp = None
-        self._users: dict[str, dict[str, str]] = {}
+def user_path(user: str) -> str:
+    return f"{USERS}/{sanitize(user)}"
 
-    # -- reading ------------------------------------------------------------------------
 
-    def _fresh(self) -> dict[str, dict[str, str]]:
-        try:
-            st = os.stat(self.path)
-            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        except FileNotFoundError:
-            stamp = None
-        if stamp != self._stamp:
-            self._users = self._read() if stamp is not None else {}
-            self._stamp = stamp
-        return self._users
+class ScramCredentials:
+    """The SCRAM keys of the users in an entity config store."""
 
-    def _read(self) -> dict[str, dict[str, str]]:
-        try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as e:
-            raise CredentialStoreError(f"cannot read SCRAM credentials from {self.path}: {e}; "
-                                       "restore it from a backup or remove it") from None
-        users = doc.get("users") if isinstance(doc, dict) else None
-        if not isinstance(users, dict):
-            raise CredentialStoreError(f"{self.path} is not a SCRAM credential file")
-        return {str(u): {str(k): str(v) for k, v in (cfg or {}).items()}
-                for u, cfg in users.items()}
+    def __init__(self, store):
+        self.store = store
+
+    def _fresh(self):
+        """The store, re-read first if another process changed its file (a stat)."""
+        refresh = getattr(self.store, "refresh", None)
+        if refresh is not None:
+            try:
+                refresh()
+            except EntityStoreError as e:
+                raise CredentialStoreError(f"cannot read SCRAM credentials: {e}") from None
+        return self.store
+
+    # -- reading (no I/O but a file's stat) -------------------------------------------------
 
     def credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """The user's credential for a mechanism (what authentication asks), or None."""
         try:
-            cfg = self._fresh().get(user)
+            config = self._fresh().get(user_path(user))
         except CredentialStoreError as e:
             log.error("%s", e)
             return None
-        return None if cfg is None else credential_of(cfg, mechanism)
+        return credential_of(config, mechanism)
 
     def user_config(self, user: str) -> dict[str, str]:
-        return dict(self._fresh().get(user, {}))
+        return self._fresh().get(user_path(user))
 
     def all_user_configs(self) -> dict[str, dict[str, str]]:
-        return {u: dict(c) for u, c in self._fresh().items()}
-
-    # -- writing ----------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _locked(self):
-        self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.dir / _LOCK_NAME, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
-
-    def write_user_configs(self, changes: dict[str, dict[str, str]]) -> None:
-        """Replace the config maps of these users (an empty map removes the user), durably."""
-        with self._locked():
-            self._stamp = None                     # re-read under the lock
-            users = self.all_user_configs()
-            for user, cfg in changes.items():
-                if cfg:
-                    users[user] = dict(cfg)
-                else:
-                    users.pop(user, None)
-            self._write(users)
-            self._stamp = None
-
-    def _write(self, users: dict[str, dict[str, str]]) -> None:
-        data = json.dumps({"version": 1, "users": dict(sorted(users.items()))}, indent=1,
-                          sort_keys=True).encode("utf-8")
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-            dfd = os.open(self.dir, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError as e:
-            raise CredentialStoreError(f"cannot write SCRAM credentials to {self.path}: "
-                                       f"{e.strerror or e}") from None
+        """{user: config} of the users entities (not their client-id entities, not the
+        default user)."""
+        out = {}
+        for path, config in self._fresh().entities(USERS).items():
+            parts = path.split("/")
+            if len(parts) == 2 and parts[1] != DEFAULT:
+                out[desanitize(parts[1])] = config
+        return out
 
     def mechanisms_of(self, user: str) -> dict[str, ScramCredential]:
         cfg = self.user_config(user)
         return {m: c for m in MECHANISMS if (c := credential_of(cfg, m)) is not None}
+
+    # -- writing ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _scram_changes(config: dict) -> dict[str, str | None]:
+        """A user's new map reduced to its SCRAM keys (None: no credential for that one)."""
+        return {m: config.get(m) for m in MECHANISMS}
+
+    async def write(self, changes: dict[str, dict[str, str]]) -> None:
+        """Set each user's SCRAM keys to what its map holds (an absent mechanism is removed);
+        the user's other keys (quotas) are kept. Durable before it returns."""
+        for user, config in changes.items():
+            await self.store.alter(user_path(user), self._scram_changes(config))
+
+    def write_user_configs(self, changes: dict[str, dict[str, str]]) -> None:
+        """write(), blocking: for a single node's file (offline commands and tests)."""
+        alter_now = getattr(self.store, "alter_now", None)
+        if alter_now is None:
+            raise TypeError("this credential store is written with `await write(...)`")
+        try:
+            for user, config in changes.items():
+                alter_now(user_path(user), self._scram_changes(config))
+        except (OSError, EntityStoreError) as e:
+            raise CredentialStoreError(f"cannot write SCRAM credentials: {e}") from None
+
+    def close(self) -> None:
+        pass                    # the store belongs to the broker (or to whoever opened it)
+
+
+def migrate_legacy_file(data_dir: str | os.PathLike, store: FileEntityConfigStore) -> int:
+    """Move the users of a data directory's old `scram-credentials.json` into the store (keys
+    already in the store win); returns how many users were moved."""
+    legacy = Path(data_dir) / LEGACY_FILE_NAME
+    if not legacy.exists():
+        return 0
+    try:
+        users = json.loads(legacy.read_text(encoding="utf-8")).get("users") or {}
+    except (OSError, ValueError, AttributeError) as e:
+        raise CredentialStoreError(f"cannot read {legacy} to move its users into "
+                                   f"{FILE_NAME}: {e}; fix or remove it") from None
+    for user, config in users.items():
+        have = store.get(user_path(str(user)))
+        missing = {str(k): str(v) for k, v in (config or {}).items()
+                   if k in MECHANISMS and k not in have}
+        if missing:
+            store.alter_now(user_path(str(user)), missing)
+    legacy.rename(legacy.with_name(legacy.name + ".migrated"))
+    log.info("moved the SCRAM credentials of %d user(s) from %s into %s", len(users), legacy,
+             FILE_NAME)
+    return len(users)
+
+
+def FileCredentialStore(data_dir: str | os.PathLike) -> ScramCredentials:
+    """The credentials of a single node's data directory, for a process that is not the
+    broker (`gregor users --data-dir`, tests); read lazily, so a damaged file is reported
+    when a credential is asked for."""
+    store = FileEntityConfigStore(data_dir)
+    try:
+        store.refresh()
+        migrate_legacy_file(data_dir, store)
+    except EntityStoreError as e:
+        log.error("cannot read SCRAM credentials: %s", e)
+    return ScramCredentials(store)

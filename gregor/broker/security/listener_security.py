@@ -65,7 +65,7 @@ class ListenerSecurity:
 
 class BrokerSecurity:
     def __init__(self, config, listener_config, credentials):
-        self.credentials = credentials           # SCRAM credential store (file or ZooKeeper)
+        self.credentials = credentials           # SCRAM credentials (credentials.py)
         self.listeners: dict[str, ListenerSecurity] = {}
         self.api_versions_range = (0, 3)
         builder = config.get("principal.builder.class")
@@ -136,18 +136,8 @@ class BrokerSecurity:
         sec.failed_delay_s = max(0, int(settings.get(
             "connection.failed.authentication.delay.ms"))) / 1000.0
 
-    def credentials_call(self, fn):
-        """fn(store) now (a file store), or on a worker thread as a Future (a store that
-        waits on the network, such as ZooKeeper's)."""
-        if getattr(self.credentials, "blocking", False):
-            import asyncio
-            return asyncio.get_running_loop().run_in_executor(None, fn, self.credentials)
-        return fn(self.credentials)
-
     def close(self) -> None:
-        close = getattr(self.credentials, "close", None)
-        if close is not None:
-            close()
+        self.credentials.close()
 
     def describe(self) -> str:
         return ", ".join(f"{s.name} ({s.protocol}"

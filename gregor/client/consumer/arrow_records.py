@@ -6,7 +6,9 @@ the joined batch bodies; those positions, interleaved as [key start, key end, va
 value end, next key start, ...], never decrease, so they are the offsets of one BinaryArray
 over the bodies whose elements 0, 4, 8, ... are the keys and 2, 6, 10, ... the values. Two
 `take`s (C++) copy keys and values out into compact arrays; null keys/values (length -1) come
-from null indices. Everything else (legacy message sets, batches with headers, small or
+from null indices. When the optional compiled decoder is built (_arrow_decode.pyx), one pass
+in C parses the records and copies keys and values into Arrow buffers instead (same arrays,
+several times less CPU); the numpy path is its reference. Everything else (legacy message sets, batches with headers, small or
 irregular fetches) is decoded by the record loop in columns.py and converted.
 """
 from __future__ import annotations
@@ -16,10 +18,13 @@ import pyarrow as pa
 
 from .columns import (AbortedTransactions, ConsumerRecord, FetchedColumns, PartitionRecords,
                       _append_in_order, _data_batches, batch_numbers)
-from .vector_decode import record_fields
+from .spark_columns import (HEADER_STRUCT, HEADERS_TYPE,  # noqa: F401 (HEADERS_TYPE: API)
+                            headers_array, no_headers as _no_headers, spark_record_batch)
+from .vector_decode import MIN_RECORDS, record_fields
+from ...compiled import load
 
-HEADER_STRUCT = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-HEADERS_TYPE = pa.list_(HEADER_STRUCT)
+_compiled = load("gregor.client.consumer._arrow_decode")
+
 # Arrow's binary type has int32 offsets: a fetch whose joined batch bodies reach 2 GiB (only
 # possible with a huge fetch.max.bytes) goes through the record loop instead.
 MAX_ARROW_DATA = 2**31 - 1
@@ -88,51 +93,50 @@ class ArrowRecords(FetchedColumns):
                                   self.headers)
 
 
-def headers_array(headers: list) -> pa.ListArray:
-    """Per-record header lists [(key, value), ...] (None or [] for none) as one
-    list<struct<key, value>> array: the pairs flattened into a struct array, plus offsets."""
-    ends, hkeys, hvals = [0], [], []
-    for h in headers:
-        if h:
-            for k, v in h:
-                hkeys.append(k)
-                hvals.append(v)
-        ends.append(len(hkeys))
-    structs = pa.StructArray.from_arrays(
-        [pa.array(hkeys, pa.string()), pa.array(hvals, pa.binary())],
-        fields=list(HEADER_STRUCT))
-    return pa.ListArray.from_arrays(pa.array(ends, pa.int32()), structs, HEADERS_TYPE)
-
-
-def spark_record_batch(topic: str, partition: int, keys, values, offsets, timestamps,
-                       timestamp_types, headers) -> pa.RecordBatch:
-    """The RecordBatch of Spark's Kafka source columns for one partition's record arrays;
-    topic and partition are constant columns (topic dictionary-encoded)."""
-    n = len(offsets)
-    return pa.RecordBatch.from_arrays([
-        keys, values,
-        pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
-                                       pa.array([topic], pa.string())),
-        pa.array(np.full(n, partition, np.int32)),
-        offsets, timestamps, timestamp_types, headers,
-    ], names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
-              "headers"])
-
-
-def _no_headers(n: int) -> pa.ListArray:
-    return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)),
-                                    pa.array([], HEADER_STRUCT), HEADERS_TYPE)
-
-
 def _take(pieces: pa.BinaryArray, idx: np.ndarray, lengths: np.ndarray) -> pa.BinaryArray:
     """pieces[idx] with nulls where lengths < 0 (a null index takes a null)."""
     null = lengths < 0
     return pieces.take(pa.array(idx, pa.int64(), mask=null if null.any() else None))
 
 
+def _binary(parts, n: int) -> pa.BinaryArray:
+    """A BinaryArray from the compiled decoder's (validity bytes or None, offsets, data)."""
+    valid, offsets, data = parts
+    if valid is None:
+        return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
+                                                            pa.py_buffer(data)], 0)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.BinaryArray.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offsets),
+                                                        pa.py_buffer(data)], n - int(valid.sum()))
+
+
+def _compiled_records(batches: list, topic: str, partition: int, min_offset: int):
+    """_vectorised's result from the compiled decoder, or None when it declines the fetch."""
+    got = _compiled.decode_bodies([b for _, b, _ in batches], [h.records_count for h, _, _ in batches])
+    if got is None:
+        return None
+    off_delta, ts_delta, key_parts, value_parts = got
+    offsets, timestamps, types, epochs = batch_numbers(batches, off_delta, ts_delta)
+    n = len(offsets)
+    keys, values = _binary(key_parts, n), _binary(value_parts, n)
+    if n and int(offsets.min()) < min_offset:
+        keep = offsets >= min_offset
+        mask = pa.array(keep)
+        offsets, timestamps, types, epochs = (offsets[keep], timestamps[keep], types[keep],
+                                              epochs[keep])
+        keys, values = keys.filter(mask), values.filter(mask)
+    return ArrowRecords(topic, partition, pa.array(offsets), pa.array(timestamps),
+                        pa.array(types), keys, values, _no_headers(len(offsets)),
+                        pa.array(epochs.astype(np.int32)))
+
+
 def _vectorised(batches: list, topic: str, partition: int, min_offset: int):
     """ArrowRecords for every data batch of a fetch in one numpy pass, or None when the
     fetch is not one record_fields handles."""
+    if _compiled is not None and sum(h.records_count for h, _, _ in batches) >= MIN_RECORDS:
+        got = _compiled_records(batches, topic, partition, min_offset)
+        if got is not None:
+            return got
     got = record_fields([b for _, b, _ in batches], [h.records_count for h, _, _ in batches])
     if got is None:
         return None

@@ -133,7 +133,7 @@ class PartitionRecords(FetchedColumns):
         key/value structs). Built from the columns without per-record Python objects."""
         import pyarrow as pa
 
-        from .arrow_records import headers_array, spark_record_batch
+        from .spark_columns import headers_array, spark_record_batch
 
         return spark_record_batch(
             self.topic, self.partition, pa.array(self.keys, pa.binary()),

@@ -72,6 +72,7 @@ class Consumer(GroupMethods):
         self._buffer: collections.deque[tuple[PartitionRecords, int, int]] = collections.deque()
         # node id -> (request, {(topic, partition): fetch offset})
         self._inflight: dict[int, tuple[Any, dict]] = {}
+        self._fetch_delay = 0.0          # until a throttled leader may be fetched from
         # node id -> (ListOffsets request, {(topic, partition): EARLIEST/LATEST}) for resets
         self._resets_inflight: dict[int, tuple[Any, dict]] = {}
         self._pending_error: Exception | None = None
@@ -295,7 +296,7 @@ class Consumer(GroupMethods):
             if not self._inflight and not self._resets_inflight:
                 # Nothing to wait for on the wire (no leader yet, all paused, or backoff):
                 # poll briefly so metadata and connections make progress.
-                wait = min(wait, 0.05)
+                wait = min(wait, self._fetch_delay or 0.05)
             # Even poll(0) does one round of I/O, so repeated zero-timeout polls progress.
             self._net.poll(wait)
             self._collect()
@@ -390,8 +391,13 @@ class Consumer(GroupMethods):
                 continue
             by_node.setdefault(leader, []).append(st)
         cfg = self.config
+        self._fetch_delay = 0.0
         for node, states in by_node.items():
             if not self._net.ready(node, now):
+                # e.g. the broker throttled us (a quota): fetch again when that is over
+                delay = self._net.connection_delay(node, now)
+                if delay > 0:
+                    self._fetch_delay = min(self._fetch_delay or delay, delay)
                 continue
             version = min(self._net.api_version_for(node, "Fetch") or 0, _MAX_FETCH_VERSION)
             topics: dict[str, list] = {}

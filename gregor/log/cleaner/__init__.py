@@ -2,7 +2,8 @@
 
 offset_map (bounded key -> last offset map), decide (which records survive, sans-I/O),
 cleaner (one pass over one log), swap (crash-safe replacement of segments), checkpoint
-(`cleaner-offset-checkpoint`), manager (the broker's cleaner threads, throttle, metrics).
+(`cleaner-offset-checkpoint`), manager (the broker's cleaner threads, metrics), throttle
+(log.cleaner.io.max.bytes.per.second), worker (cleaner passes in a low-priority process).
 """
 from .cleaner import CleanPass, Cleanable, PassStats, clean_log, cleanable
 from .offset_map import OffsetMap

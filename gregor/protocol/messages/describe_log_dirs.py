@@ -1,6 +1,7 @@
-"""DescribeLogDirs (key 35): log directories and the size of each partition in them (KIP-113).
-Described for the admin client (partition sizes in `gregor console`); a broker only serves it
-when it registers a handler."""
+"""DescribeLogDirs (key 35): log directories and the size of each partition in them (KIP-113);
+v4 adds the file system's total and usable bytes. Served by gregor/broker/apis/
+describe_log_dirs.py; the admin client's describe_log_dirs (partition sizes in `gregor
+console`) sends it."""
 from ..schema import Api, F
 
 API = Api(

@@ -16,7 +16,7 @@ from gregor.broker.cluster.metadata_store import MetadataStore, split_connect
 from gregor.broker.cluster.zk_security import (ZkSecurity, default_acls, sensitive,
                                                zk_security)
 from gregor.broker.config import BrokerConfig, ConfigError
-from gregor.broker.security.credentials_zk import ZkCredentialStore
+from gregor.broker.security.credentials_zk import ZkCredentials
 from gregor.security.scram import SCRAM_SHA_512, credential_from_password
 
 JAAS = 'org.apache.zookeeper.server.auth.DigestLoginModule required username="{}" ' \
@@ -92,7 +92,7 @@ def test_znodes_are_readable_by_all_and_changeable_only_by_the_brokers(zk_connec
         return store
     loop = asyncio.new_event_loop()
     store = loop.run_until_complete(create())
-    creds = ZkCredentialStore.connect(zk_connect, security=SECURE)
+    creds = ZkCredentials.connect(zk_connect, security=SECURE)
     try:
         creds.write_user_configs({"alice": {"SCRAM-SHA-512": credential_from_password(
             SCRAM_SHA_512, "alice-secret").to_text()}})
@@ -175,7 +175,7 @@ def test_gregor_users_needs_the_brokers_login_on_a_protected_cluster(zk_connect,
     props.write_text(f"zookeeper.set.acl=true\ngregor.zookeeper.jaas.file={jaas}\n")
     pw = tmp_path / "pw"
     pw.write_text("bob-secret\n")
-    ZkCredentialStore.connect(zk_connect, security=SECURE).close()   # the brokers' chroot
+    ZkCredentials.connect(zk_connect, security=SECURE).close()   # the brokers' chroot
 
     def users(*args):
         return CliRunner().invoke(cli, ["users", *args, "--zookeeper", zk_connect])

@@ -9,7 +9,7 @@ from gregor.broker.group import log_records as L
 from gregor.protocol.errors import ErrorCode as E
 
 from .fakes import Answer, make
-from .test_rebalance import join, stable_group, sync
+from .test_rebalance import join, join_new, stable_group, sync
 
 TP0, TP1 = ("t", 0), ("t", 1)
 
@@ -219,3 +219,38 @@ def test_offset_value_packing_matches_the_schema(value):
     back = L.decode_offset_value(expected)
     assert (back.offset, back.metadata, back.commit_timestamp, back.expire_timestamp) == (
         value.offset, value.metadata, value.commit_timestamp, value.expire_timestamp)
+
+
+def test_a_group_a_commit_creates_is_listed_once_that_commit_is_stored():
+    # Listed before its offsets are readable, a lag tool sampling ListGroups then OffsetFetch
+    # reads a group with no offsets (lag 0); Kafka's coordinator shows both at once.
+    c, _, store = make()
+    store.hold = True
+    a = commit(c, {TP0: (7, ""), TP1: (9, "")}, group="fresh")
+    t = txn_commit(c, 42, {TP0: 3}, group="txn-fresh")
+    assert not a.done and c.list_groups() == []
+    assert c.describe("fresh")["group_state"] == "Dead"
+    assert c.groups_by_state()["Empty"] == 0
+    assert fetched(c, "fresh") == {}
+    store.release()
+    assert a.value == {TP0: E.NONE, TP1: E.NONE} and t.value == {TP0: E.NONE}
+    assert sorted((g["group_id"], g["group_state"]) for g in c.list_groups()) == \
+        [("fresh", "Empty"), ("txn-fresh", "Empty")]
+    assert c.describe("fresh")["group_state"] == "Empty"
+    assert fetched(c, "fresh") == {TP0: (7, E.NONE), TP1: (9, E.NONE)}
+
+
+def test_a_group_whose_first_commit_failed_is_not_left_behind():
+    c, _, store = make()
+    store.fail = E.NOT_ENOUGH_REPLICAS
+    assert commit(c, {TP0: (1, "")}, group="failed").value == {TP0: E.COORDINATOR_NOT_AVAILABLE}
+    assert "failed" not in c.groups and c.list_groups() == []
+    store.fail = 0
+    assert commit(c, {TP0: (1, "")}, group="failed").value == {TP0: E.NONE}
+    assert [g["group_id"] for g in c.list_groups()] == ["failed"]
+    # a member that joins meanwhile makes the group shown at once
+    store.hold = True
+    commit(c, {TP0: (1, "")}, group="joined")
+    assert "joined" not in [g["group_id"] for g in c.list_groups()]
+    join_new(c, group="joined")
+    assert "joined" in [g["group_id"] for g in c.list_groups()]

@@ -252,6 +252,17 @@ CASES = {
     "ConsumerGroupDescribe": Case("ConsumerGroupDescribe", 0, lambda t: {
         "group_ids": [GROUP]}, E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.DESCRIBE)],
         topic=False),
+    "DescribeClientQuotas": Case("DescribeClientQuotas", 1, lambda t: {
+        "components": [], "strict": False}, E.CLUSTER_AUTHORIZATION_FAILED,
+        [(C, "kafka-cluster", Op.DESCRIBE_CONFIGS)], topic=False),
+    "DescribeLogDirs": Case("DescribeLogDirs", 3, lambda t: {"topics": None},
+                            E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.DESCRIBE)],
+                            topic=False),
+    "AlterClientQuotas": Case("AlterClientQuotas", 1, lambda t: {"entries": [
+        {"entity": [{"entity_type": "client-id", "entity_name": "app"}],
+         "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
+        "validate_only": False}, E.CLUSTER_AUTHORIZATION_FAILED,
+        [(C, "kafka-cluster", Op.ALTER_CONFIGS)], topic=False),
 }
 # The second case of an API grants its first ACL before the "without" run: what is then
 # missing is the topic's (or the group's) ACL.

@@ -242,3 +242,23 @@ def test_each_denial_is_logged_naming_what_was_missing(tmp_path, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "gregor.authorizer"]
     assert lines == ["Principal = User:client is Denied operation = Write from host = "
                      "10.0.0.9 on resource = Topic:LITERAL:t for request = Produce"]
+
+
+def test_a_revoked_acl_applies_to_the_next_request_of_a_connection_allowed_before(tmp_path):
+    """A connection memoises its allowed decisions (security/checks.py); an ACL change must
+    reach it at once."""
+    async def scenario(b):
+        await create(b, "t")
+        conn = As(KafkaPrincipal("User", "client"), "10.0.0.9")     # one connection
+        grant(b, RT.TOPIC, "t", Op.WRITE)
+        for _ in range(2):                                         # the second from the memo
+            resp = await call(b, "Produce", 8, produce_body("t", batch(b"v")), who=conn)
+            assert resp["responses"][0]["partition_responses"][0]["error_code"] == E.NONE
+        b.authorizer.set_entries(ResourcePattern(RT.TOPIC, "t", LIT), frozenset())
+        resp = await call(b, "Produce", 8, produce_body("t", batch(b"v")), who=conn)
+        assert resp["responses"][0]["partition_responses"][0]["error_code"] == \
+            E.TOPIC_AUTHORIZATION_FAILED
+        grant(b, RT.TOPIC, "t", Op.WRITE)
+        resp = await call(b, "Produce", 8, produce_body("t", batch(b"v")), who=conn)
+        assert resp["responses"][0]["partition_responses"][0]["error_code"] == E.NONE
+    run_broker(tmp_path, scenario, **AUTHZ)

@@ -1,5 +1,6 @@
-"""The single-node SCRAM credential file and the KIP-554 rules over it (mirrors the checks of
-Kafka's ZkAdminManager and UserScramCredentialsCommandTest)."""
+"""SCRAM credentials in a single node's entity config file (shared with quotas) and the
+KIP-554 rules over them (mirrors the checks of Kafka's ZkAdminManager and
+UserScramCredentialsCommandTest)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,8 @@ import stat
 
 
 from gregor.broker.security import scram_admin
-from gregor.broker.security.credentials import FILE_NAME, FileCredentialStore
+from gregor.broker.security.credentials import (FILE_NAME, LEGACY_FILE_NAME,
+                                                FileCredentialStore)
 from gregor.broker.security.sasl.scram import ScramServer
 from gregor.protocol.errors import ErrorCode
 from gregor.security.scram import (SCRAM_SHA_256, SCRAM_SHA_512, ScramClient,
@@ -35,7 +37,10 @@ def test_store_round_trip_file_mode_and_reload(tmp_path):
     store = FileCredentialStore(tmp_path)
     assert store.credential("alice", "SCRAM-SHA-256") is None
     cred = credential_from_password(SCRAM_SHA_256, "pw")
-    store.write_user_configs({"alice": {"SCRAM-SHA-256": cred.to_text(), "producer_byte_rate": "1024"}})
+    store.store.alter_now("users/alice", {"producer_byte_rate": "1024"})     # a quota
+    # the map carries every key; only the SCRAM ones are the credentials' to write
+    store.write_user_configs({"alice": {"SCRAM-SHA-256": cred.to_text(),
+                                        "producer_byte_rate": "0"}})
     path = tmp_path / FILE_NAME
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert FileCredentialStore(tmp_path).credential("alice", "SCRAM-SHA-256") == cred
@@ -45,8 +50,20 @@ def test_store_round_trip_file_mode_and_reload(tmp_path):
     assert store.user_config("alice")["producer_byte_rate"] == "1024"      # other keys kept
     store.write_user_configs({"alice": {}})
     assert store.credential("alice", "SCRAM-SHA-256") is None
-    assert json.loads(path.read_text())["users"].keys() == {"bob"}
+    assert store.user_config("alice") == {"producer_byte_rate": "1024"}     # the quota stays
+    store.store.alter_now("users/alice", {"producer_byte_rate": None})
+    assert json.loads(path.read_text())["entities"].keys() == {"users/bob"}
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_credentials_of_an_older_data_directory_are_moved_in(tmp_path):
+    cred = credential_from_password(SCRAM_SHA_256, "pw")
+    (tmp_path / LEGACY_FILE_NAME).write_text(json.dumps(
+        {"version": 1, "users": {"old user": {"SCRAM-SHA-256": cred.to_text()}}}))
+    assert FileCredentialStore(tmp_path).credential("old user", "SCRAM-SHA-256") == cred
+    assert not (tmp_path / LEGACY_FILE_NAME).exists()
+    assert (tmp_path / (LEGACY_FILE_NAME + ".migrated")).exists()
+    assert FileCredentialStore(tmp_path).credential("old user", "SCRAM-SHA-256") == cred
 
 
 def test_malformed_file_is_reported_and_authenticates_no_one(tmp_path, caplog):

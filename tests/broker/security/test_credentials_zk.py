@@ -11,7 +11,8 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from gregor.broker.security.credentials_zk import (ZkCredentialStore, desanitize, sanitize)
+from gregor.broker.entity_configs.names import desanitize, sanitize
+from gregor.broker.security.credentials_zk import ZkCredentials
 from gregor.security.scram import SCRAM_SHA_256, SCRAM_SHA_512, credential_from_password
 from tests.support.broker import REPO_ROOT
 from tests.support.cluster import BrokerCluster
@@ -59,12 +60,11 @@ def kafka_configs_write(zk, user: str, password: str, mechanisms=(SCRAM_SHA_256,
         {"version": 2, "entity_path": f"users/{sanitize(user)}"}).encode(), sequence=True)
 
 
-def test_store_keeps_other_keys_and_notifies(zk):
+def test_store_keeps_other_keys_and_notifies(zk, zk_connect):
     zk.ensure_path("/config/users")
     zk.create("/config/users/eve", json.dumps(
         {"version": 1, "config": {"producer_byte_rate": "1024"}}).encode())
-    store = ZkCredentialStore(zk)
-    store.start()
+    store = ZkCredentials.connect(zk_connect)
     try:
         cred = credential_from_password(SCRAM_SHA_512, "pw")
         store.write_user_configs({"eve": {"SCRAM-SHA-512": cred.to_text()},

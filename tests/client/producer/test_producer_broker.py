@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from gregor import AsyncioProducer, AsyncProducer, Producer, SyncProducer, Writer
-from gregor.client.errors import ConfigError, KafkaTimeoutError, ProducerClosedError
+from gregor.client.errors import KafkaTimeoutError, ProducerClosedError
 from gregor.client.producer import Message, ProducerMessage, WriteErrors
 
 
