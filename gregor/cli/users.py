@@ -42,10 +42,16 @@ def _target_options(fn):
 
 @contextlib.contextmanager
 def _zookeeper_refusals():
-    """ZooKeeper's NoAuth as a message saying what to give."""
+    """ZooKeeper's refusals as a message saying what to give."""
     from kazoo.exceptions import NoAuthError
+
+    from ..broker.security.credentials import CredentialStoreError
     try:
         yield
+    except CredentialStoreError as e:
+        hint = "; give --zk-config with it, e.g. the brokers' properties file" \
+            if "zookeeper.set.acl" in str(e) else ""
+        raise click.ClickException(f"{e}{hint}") from None
     except NoAuthError:
         raise click.ClickException(
             "ZooKeeper refused the change: this cluster's znodes are protected "

@@ -13,6 +13,8 @@ import asyncio
 import threading
 import time
 
+from kazoo.exceptions import NoAuthError
+
 from ..cluster.entity_configs_zk import ZkEntityConfigStore
 from ..cluster.metadata_store import MetadataStore, StoreError
 from .credentials import CredentialStoreError, ScramCredentials
@@ -44,6 +46,11 @@ class ZkCredentials(ScramCredentials):
         except (StoreError, Exception) as e:
             asyncio.run_coroutine_threadsafe(meta.close(), loop).result(10)
             loop.call_soon_threadsafe(loop.stop)
+            if isinstance(e, NoAuthError):
+                raise CredentialStoreError(
+                    f"ZooKeeper at {connect} refused to show the users: this cluster's znodes "
+                    "are protected (zookeeper.set.acl); log in as the brokers do (their "
+                    "gregor.zookeeper.jaas.file)") from None
             raise CredentialStoreError(f"cannot reach ZooKeeper at {connect}: {e}") from None
         return cls(store, meta, loop, thread)
 
