@@ -37,6 +37,7 @@ latency (this machine is shared and noisy: compare ratios within one run).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -63,9 +64,11 @@ VALUE = b"v" * 100
 
 
 class LocalCluster:
-    def __init__(self, brokers: int = 3, settings: dict | None = None):
+    def __init__(self, brokers: int = 3, settings: dict | None = None, secure: bool = False):
         self.dir = tempfile.mkdtemp(prefix="bench-cluster-")
         self.brokers = brokers
+        self.secure = secure              # gregor cluster --secure
+        self.client: dict = {}            # client settings (the admin user's when secure)
         self.settings = dict(settings or {})
         self.pids: dict[int, int] = {}
         self.addresses: dict[int, str] = {}
@@ -80,6 +83,7 @@ class LocalCluster:
             [sys.executable, "-m", "gregor", "cluster", "--brokers", str(self.brokers),
              "--port", "0", "--data-dir", self.dir,
              "--set", f"zookeeper.session.timeout.ms={SESSION_MS}",
+             *(["--secure"] if self.secure else []),
              *[a for k, v in self.settings.items() for a in ("--set", f"{k}={v}")]],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in self.proc.stdout:
@@ -92,9 +96,14 @@ class LocalCluster:
                 self.addresses[int(m.group(1))] = m.group(2)
             if "gregor cluster ready on" in line:
                 self.bootstrap = line.rsplit(" ", 1)[1].strip()
+                if not self.secure:
+                    break
+            if line.startswith("  confluent-kafka: "):
+                self.client = json.loads(line.split(": ", 1)[1])
                 break
-        if not self.bootstrap:
+        if not self.bootstrap or (self.secure and not self.client):
             raise SystemExit("gregor cluster did not start")
+        self.client["bootstrap.servers"] = self.bootstrap
         threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
         return self
 
@@ -108,8 +117,9 @@ class LocalCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def create(bootstrap: str, name: str, partitions: int, rf: int, **configs) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def create(bootstrap: str, name: str, partitions: int, rf: int, client: dict | None = None,
+           **configs) -> None:
+    admin = AdminClient({**(client or {}), "bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, rf, config={
         k: str(v) for k, v in configs.items()})])[name].result(60)
     # every partition led and (for RF > 1) followed before measuring
@@ -124,9 +134,9 @@ def create(bootstrap: str, name: str, partitions: int, rf: int, **configs) -> No
 
 
 def throughput(bootstrap: str, topic: str, records: int, acks: str, partitions: int = 1,
-               idempotent: bool = False) -> float:
+               idempotent: bool = False, client: dict | None = None) -> float:
     errors = []
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+    p = Producer({**(client or {}), "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
                   "enable.idempotence": idempotent, "queue.buffering.max.messages": 500_000,
                   "delivery.report.only.error": True,
                   "on_delivery": lambda err, msg: errors.append(err)})

@@ -225,8 +225,8 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
 
 
 def _add_security_settings() -> None:
-    from .security.settings import SECURITY_SETTINGS
-    for spec in SECURITY_SETTINGS:
+    from .security.settings import CLUSTER_SECURITY_SETTINGS, SECURITY_SETTINGS
+    for spec in SECURITY_SETTINGS + CLUSTER_SECURITY_SETTINGS:
         BROKER_SETTINGS[spec[0]] = Setting(*spec)
 
 

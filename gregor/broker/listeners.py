@@ -10,8 +10,8 @@ DescribeCluster request is answered with each broker's endpoint on the listener 
 came in on (a broker without that listener is left out, as Kafka does), so clients stay on the
 network they reached the cluster through. Brokers reach each other (followers fetching,
 transaction markers) on `inter.broker.listener.name`. Every security protocol is served
-(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL: gregor/broker/security, docs/security.md); in a
-cluster the inter-broker listener is PLAINTEXT for now.
+(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL: gregor/broker/security, docs/security.md), between
+brokers too (gregor/broker/security/inter_broker.py).
 """
 from __future__ import annotations
 
@@ -123,10 +123,6 @@ class ListenerConfig:
             raise ConfigError(f"inter.broker.listener.name {inter} must be one of the "
                               f"advertised listeners ({', '.join(sorted(known))}); set "
                               "inter.broker.listener.name")
-        if config.get("zookeeper.connect") and protocols.get(inter) != "PLAINTEXT":
-            raise ConfigError(f"inter-broker listener {inter} uses {protocols.get(inter)}; in a "
-                              "cluster brokers reach each other over PLAINTEXT for now: add a "
-                              "PLAINTEXT listener and set inter.broker.listener.name to it")
         return cls(tuple(listeners), tuple(advertised), inter,
                    tuple((lst.name, protocols[lst.name]) for lst in listeners))
 

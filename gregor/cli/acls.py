@@ -65,18 +65,22 @@ class _Online:
 class _Offline:
     """The store a broker would use, edited directly (ZooKeeper's or the data directory's)."""
 
-    def __init__(self, data_dir: str | None, zookeeper: str | None):
+    def __init__(self, data_dir: str | None, zookeeper: str | None, zk_security=None):
         self.data_dir = data_dir
         self.zookeeper = zookeeper
+        self.zk_security = zk_security      # the brokers' ZooKeeper login and znode ACLs
 
     async def _run(self, work):
+        from kazoo.exceptions import NoAuthError
+
         from ..broker.security.acl_store import AclService, FileAclStore
         from ..broker.security.authorizer import AclAuthorizer
         zk = None
         if self.zookeeper:
             from ..broker.cluster.metadata_store import MetadataStore
             from ..broker.security.acl_store_zk import ZkAclStore
-            zk = MetadataStore(self.zookeeper, session_timeout_ms=10000)
+            zk = MetadataStore(self.zookeeper, session_timeout_ms=10000,
+                               security=self.zk_security)
             await zk.start()
             store = ZkAclStore(zk)
         else:
@@ -85,6 +89,11 @@ class _Offline:
         try:
             service.authorizer.replace_all(await store.load())
             return await work(service)
+        except NoAuthError:
+            raise click.ClickException(
+                "ZooKeeper refused the change: this cluster's znodes are protected "
+                "(zookeeper.set.acl); give --zk-config with the brokers' ZooKeeper login "
+                "(gregor.zookeeper.jaas.file), e.g. the brokers' properties file") from None
         finally:
             await service.close()
             if zk is not None:
@@ -113,20 +122,47 @@ class _Offline:
         pass
 
 
-def _target(bootstrap, data_dir, zookeeper, authorizer_properties, timeout):
+_ZK_PROPERTIES = ("zookeeper.set.acl", "gregor.zookeeper.jaas.file",
+                  "gregor.zookeeper.jaas.config")
+
+
+def _target(bootstrap, data_dir, zookeeper, authorizer_properties, timeout, zk_config=None):
+    zk_props: dict[str, str] = {}
+    if zk_config:
+        from ..broker.config import parse_properties
+        try:
+            with open(zk_config, encoding="utf-8") as f:
+                zk_props.update((k, v) for k, v in parse_properties(f.read()).items()
+                                if k in _ZK_PROPERTIES)
+        except OSError as e:
+            raise click.BadParameter(f"cannot read {zk_config}: {e.strerror}",
+                                     param_hint="--zk-config") from None
     for prop in authorizer_properties:
         key, _, value = prop.partition("=")
-        if key.strip() == "zookeeper.connect":
+        key = key.strip()
+        if key == "zookeeper.connect":
             zookeeper = value.strip()
+        elif key in _ZK_PROPERTIES:
+            zk_props[key] = value.strip()
         else:
-            raise click.BadParameter(f"{prop!r}: only zookeeper.connect=HOST:PORT is "
+            raise click.BadParameter(f"{prop!r}: only zookeeper.connect=HOST:PORT and the "
+                                     f"ZooKeeper login ({', '.join(_ZK_PROPERTIES)}) are "
                                      "understood", param_hint="--authorizer-properties")
     if data_dir and zookeeper:
         raise click.UsageError("give --data-dir (a single node) or --zookeeper (a cluster), "
                                "not both")
     if data_dir or zookeeper:
-        return _Offline(data_dir, zookeeper)
+        return _Offline(data_dir, zookeeper, _zk_security(zk_props) if zookeeper else None)
     return _Online(bootstrap, timeout)
+
+
+def _zk_security(props: dict):
+    from ..broker.cluster.zk_security import zk_security
+    from ..broker.config import BrokerConfig, ConfigError
+    try:
+        return zk_security(BrokerConfig(props))
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
 
 
 # -- what the options mean ---------------------------------------------------------------------
@@ -235,7 +271,13 @@ def _common(fn):
         click.option("--data-dir", help="Offline: the ACLs of a single node's data directory."),
         click.option("--zookeeper", help="Offline: a cluster's ZooKeeper, HOST:PORT[/chroot]."),
         click.option("--authorizer-properties", "authorizer_properties", multiple=True,
-                     help="Kafka's spelling of --zookeeper: zookeeper.connect=HOST:PORT."),
+                     help="Kafka's spelling of --zookeeper: zookeeper.connect=HOST:PORT "
+                          "(also zookeeper.set.acl=true, gregor.zookeeper.jaas.file=F)."),
+        click.option("--zk-config", "zk_config", default=None,
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="With --zookeeper: the brokers' ZooKeeper login and ACL settings "
+                          "(zookeeper.set.acl, gregor.zookeeper.jaas.file), e.g. the brokers' "
+                          "properties file."),
         bootstrap_option, _TIMEOUT,
     ]
     for o in reversed(opts):
@@ -301,7 +343,7 @@ def add(**o):
         raise click.UsageError("You must specify one of: --allow-principal, --deny-principal "
                                "when trying to add ACLs.")
     target = _target(o["bootstrap"], o["data_dir"], o["zookeeper"],
-                     o["authorizer_properties"], o["timeout"])
+                     o["authorizer_properties"], o["timeout"], o["zk_config"])
     try:
         for r, entries in plan.items():
             pattern = ResourcePattern(r.resource_type, r.name, r.pattern_type)
@@ -332,7 +374,7 @@ def list_(principals, **o):
     """List ACLs (all, or those of the given resources)."""
     resources = _resource_filters(o, _pattern_type(o["pattern_type"]), need=False)
     target = _target(o["bootstrap"], o["data_dir"], o["zookeeper"],
-                     o["authorizer_properties"], o["timeout"])
+                     o["authorizer_properties"], o["timeout"], o["zk_config"])
     try:
         found = []
         for r in resources or [None]:
@@ -358,7 +400,7 @@ def remove(force, **o):
     given."""
     plan = _filter_to_entries(o, _pattern_type(o["pattern_type"]))
     target = _target(o["bootstrap"], o["data_dir"], o["zookeeper"],
-                     o["authorizer_properties"], o["timeout"])
+                     o["authorizer_properties"], o["timeout"], o["zk_config"])
     try:
         for r, entries in plan.items():
             if not entries:

@@ -1,6 +1,7 @@
 """`gregor cluster`: ZooKeeper and N brokers on this machine in one command.
 
-    gregor cluster --brokers 3 --data-dir ./cluster [--port 9092] [--set KEY=VALUE ...]
+    gregor cluster --brokers 3 --data-dir ./cluster [--port 9092] [--secure]
+                   [--set KEY=VALUE ...]
 
 Starts a standalone ZooKeeper (DATA_DIR/zookeeper) and brokers 0..N-1 (DATA_DIR/broker-<id>,
 ports PORT, PORT+1, ...; port 0 picks free ones) joined to it under the chroot /gregor, with
@@ -12,6 +13,14 @@ Metadata lists all N brokers and a controller, so a topic with replication facto
 created at once. Ctrl-C or SIGTERM
 stops the brokers (each cleanly) and then ZooKeeper. Running it again on the same DATA_DIR
 brings the same cluster back.
+
+--secure: TLS and SASL/SCRAM-SHA-512 on every connection, between brokers too (user `broker`),
+the ACL authorizer with `broker` and `admin` as super users, and ZooKeeper znodes created with
+Kafka's secure ACLs under the brokers' digest login. A CA, the brokers' certificate and the
+passwords are generated into DATA_DIR/security once (cluster_security.py), the SCRAM users are
+written to ZooKeeper before the brokers start, and the client settings of the admin user are
+printed after the ready line (also in DATA_DIR/security/admin.properties, for
+--command-config). Brokers are advertised as `localhost` (the name their certificate holds).
 """
 from __future__ import annotations
 
@@ -29,10 +38,12 @@ READY = re.compile(r"gregor broker ready on (\S+):(\d+)")
 
 
 def _broker(i: int, port: int, data_dir: Path, zk_connect: str, settings: dict,
-            log_dir: Path) -> subprocess.Popen:
+            log_dir: Path, config_file: Path | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "gregor", "broker", "--broker-id", str(i),
            "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir / f"broker-{i}"),
            "--set", f"zookeeper.connect={zk_connect}"]
+    if config_file is not None:
+        cmd += ["--config", str(config_file)]        # secrets stay out of `ps`
     for k, v in settings.items():
         cmd += ["--set", f"{k}={v}"]
     log = open(log_dir / f"broker-{i}.log", "ab")
@@ -62,23 +73,23 @@ def _wait_ready(proc: subprocess.Popen, timeout: float) -> str:
     return found[0]
 
 
-def _sees(endpoint: str, brokers: int) -> bool:
+def _sees(endpoint: str, brokers: int, client_settings: dict | None = None) -> bool:
     """Whether the broker at endpoint answers Metadata with `brokers` brokers and a controller
     (a fresh admin client asks its only bootstrap broker)."""
     from ..client.admin import AdminClient
     from ..client.errors import ClientError
     from ..protocol.errors import KafkaError
     try:
-        with AdminClient({"bootstrap.servers": endpoint}) as admin:
+        with AdminClient({**(client_settings or {}), "bootstrap.servers": endpoint}) as admin:
             cluster = admin.describe_cluster(timeout=5)
     except (ClientError, KafkaError, OSError):
         return False
     return len(cluster.brokers) == brokers and cluster.controller_id >= 0
 
 
-def _wait_formed(endpoints: list[str], timeout: float) -> None:
+def _wait_formed(endpoints: list[str], timeout: float, client_settings: dict | None = None) -> None:
     deadline = time.monotonic() + timeout
-    while not all(_sees(e, len(endpoints)) for e in endpoints):
+    while not all(_sees(e, len(endpoints), client_settings) for e in endpoints):
         if time.monotonic() > deadline:
             print(f"warning: not every broker sees all {len(endpoints)} brokers after "
                   f"{timeout:.0f}s", flush=True)
@@ -95,9 +106,12 @@ def _wait_formed(endpoints: list[str], timeout: float) -> None:
               help="Port of broker 0; broker i listens on PORT+i (0: free ports).")
 @click.option("--zookeeper-port", type=int, default=0, show_default=True,
               help="ZooKeeper's client port (0 picks a free one).")
+@click.option("--secure", is_flag=True, default=False,
+              help="TLS, SCRAM between brokers and for clients, ACLs, ZooKeeper ACLs; prints "
+                   "the admin client's settings.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="A broker setting for every broker (repeatable).")
-def command(brokers, data_dir, port, zookeeper_port, settings):
+def command(brokers, data_dir, port, zookeeper_port, secure, settings):
     """Run ZooKeeper and a cluster of gregor brokers on this machine."""
     from ..broker.cluster import zookeeper_server as zk
 
@@ -120,21 +134,37 @@ def command(brokers, data_dir, port, zookeeper_port, settings):
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
 
+    files = config_file = client_settings = None
+    if secure:
+        from .cluster_security import SecureClusterFiles
+        files = SecureClusterFiles.create_or_load(root)
+        config_file = files.broker_properties
+
     zk_proc, zk_port = zk.start(root / "zookeeper", zookeeper_port,
                                 stdout=open(root / "zookeeper.log", "ab"))
     connect = f"127.0.0.1:{zk_port}/gregor"
     print(f"zookeeper ready on 127.0.0.1:{zk_port} (pid {zk_proc.pid})", flush=True)
     try:
+        if files is not None:
+            from .cluster_security import create_users
+            create_users(files, connect)
+            client_settings = files.confluent_settings("")
         endpoints = []
         for i in range(brokers):
-            procs.append(_broker(i, port + i if port else 0, root, connect, extra, root))
+            procs.append(_broker(i, port + i if port else 0, root, connect, extra, root,
+                                 config_file))
         for i, p in enumerate(procs):
             endpoint = _wait_ready(p, 120)
+            if files is not None:
+                endpoint = "localhost:" + endpoint.rsplit(":", 1)[1]   # the certificate's name
             endpoints.append(endpoint)
             print(f"broker {i} ready on {endpoint} (pid {p.pid}, log {root}/broker-{i}.log)",
                   flush=True)
-        _wait_formed(endpoints, 60)
+        _wait_formed(endpoints, 60, client_settings)
         print(f"gregor cluster ready on {','.join(endpoints)}", flush=True)
+        if files is not None:
+            from .cluster_security import describe
+            print(describe(files, ",".join(endpoints)), flush=True)
         while not stopping.is_set():
             if any(p.poll() is not None for p in procs) and all(p.poll() is not None
                                                                 for p in procs):

@@ -2,6 +2,7 @@
 
     gregor users add alice --password-file alice.pw --data-dir ./data         # before the broker runs
     gregor users add alice --zookeeper 127.0.0.1:2181/gregor                   # a cluster, offline
+    gregor users add alice --zookeeper ... --zk-config server.properties       # protected znodes
     gregor users add alice -b localhost:9093 --command-config admin.properties # online (KIP-554)
     gregor users list [NAME ...] (same targets)
     gregor users remove alice [--mechanism SCRAM-SHA-512]
@@ -15,6 +16,7 @@ here and sends only the salted form (AlterUserScramCredentials).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -27,16 +29,53 @@ _MECHS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 def _target_options(fn):
     fn = click.option("--zookeeper", metavar="HOST:PORT[/CHROOT]", default=None,
                       help="Write to a cluster's ZooKeeper directly (brokers may be down).")(fn)
+    fn = click.option("--zk-config", metavar="FILE", default=None,
+                      type=click.Path(exists=True, dir_okay=False),
+                      help="With --zookeeper: the brokers' ZooKeeper login and ACL settings "
+                           "(zookeeper.set.acl, gregor.zookeeper.jaas.file), e.g. the "
+                           "brokers' properties file.")(fn)
     fn = click.option("--data-dir", type=click.Path(file_okay=False), default=None,
                       help="Write to a single node's data directory (before or while the "
                            "broker runs).")(fn)
     return bootstrap_option(fn)
 
 
+@contextlib.contextmanager
+def _zookeeper_refusals():
+    """ZooKeeper's refusals as a message saying what to give."""
+    from kazoo.exceptions import NoAuthError
+
+    from ..broker.security.credentials import CredentialStoreError
+    try:
+        yield
+    except CredentialStoreError as e:
+        hint = "; give --zk-config with it, e.g. the brokers' properties file" \
+            if "zookeeper.set.acl" in str(e) else ""
+        raise click.ClickException(f"{e}{hint}") from None
+    except NoAuthError:
+        raise click.ClickException(
+            "ZooKeeper refused the change: this cluster's znodes are protected "
+            "(zookeeper.set.acl); give --zk-config with the brokers' ZooKeeper login "
+            "(gregor.zookeeper.jaas.file), e.g. the brokers' properties file") from None
+
+
+def _zk_security(path):
+    """ZooKeeper login and ACLs from a properties file (none without one)."""
+    from ..broker.cluster.zk_security import NONE, zk_security
+    from ..broker.config import BrokerConfig, ConfigError, parse_properties
+    if not path:
+        return NONE
+    try:
+        with open(path, encoding="utf-8") as f:
+            return zk_security(BrokerConfig(parse_properties(f.read())))
+    except ConfigError as e:
+        raise click.UsageError(f"--zk-config {path}: {e}") from None
+
+
 class _Target:
     """Where users live: a store written directly (data dir, ZooKeeper) or a broker."""
 
-    def __init__(self, data_dir, zookeeper, bootstrap):
+    def __init__(self, data_dir, zookeeper, bootstrap, zk_config=None):
         given = [x for x in (data_dir, zookeeper) if x]
         if len(given) > 1:
             raise click.UsageError("give one of --data-dir, --zookeeper or --bootstrap-server")
@@ -47,7 +86,7 @@ class _Target:
             self.store = FileCredentialStore(data_dir)
         elif zookeeper:
             from ..broker.security.credentials_zk import ZkCredentials
-            self.store = ZkCredentials.connect(zookeeper)
+            self.store = ZkCredentials.connect(zookeeper, security=_zk_security(zk_config))
         else:
             from ..client.admin import AdminClient
             self.admin = AdminClient(client_config(bootstrap or DEFAULT_BOOTSTRAP))
@@ -136,12 +175,13 @@ def command():
 @click.option("--password", default=None, help="The password itself (visible to others: "
                                                "prefer --password-file).")
 @_target_options
-def add(name, mechanisms, iterations, password_file, password, data_dir, zookeeper, bootstrap):
+def add(name, mechanisms, iterations, password_file, password, data_dir, zookeeper, zk_config,
+        bootstrap):
     """Create a user, or set a new password for one."""
     pw = _password(password, password_file)
     mechs = [m.upper() for m in mechanisms] or list(_MECHS)
-    with friendly_errors():
-        target = _Target(data_dir, zookeeper, bootstrap)
+    with friendly_errors(), _zookeeper_refusals():
+        target = _Target(data_dir, zookeeper, bootstrap, zk_config)
         try:
             target.alter([], [(name, m, pw, iterations) for m in mechs])
         finally:
@@ -153,10 +193,10 @@ def add(name, mechanisms, iterations, password_file, password, data_dir, zookeep
 @command.command("list")
 @click.argument("names", nargs=-1)
 @_target_options
-def list_(names, data_dir, zookeeper, bootstrap):
+def list_(names, data_dir, zookeeper, zk_config, bootstrap):
     """List users and their SCRAM mechanisms (never salts or keys)."""
-    with friendly_errors():
-        target = _Target(data_dir, zookeeper, bootstrap)
+    with friendly_errors(), _zookeeper_refusals():
+        target = _Target(data_dir, zookeeper, bootstrap, zk_config)
         try:
             users = target.describe(names)
         finally:
@@ -172,10 +212,10 @@ def list_(names, data_dir, zookeeper, bootstrap):
               type=click.Choice(_MECHS, case_sensitive=False),
               help="Remove only this mechanism's credential (repeatable; default: all).")
 @_target_options
-def remove(name, mechanisms, data_dir, zookeeper, bootstrap):
+def remove(name, mechanisms, data_dir, zookeeper, zk_config, bootstrap):
     """Remove a user's SCRAM credentials."""
-    with friendly_errors():
-        target = _Target(data_dir, zookeeper, bootstrap)
+    with friendly_errors(), _zookeeper_refusals():
+        target = _Target(data_dir, zookeeper, bootstrap, zk_config)
         try:
             mechs = [m.upper() for m in mechanisms] or \
                 [m for m, _ in target.describe([name]).get(name, [])]

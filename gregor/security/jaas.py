@@ -33,7 +33,7 @@ class JaasEntry:
 
 
 def _tokens(text: str):
-    """Yield (kind, value): kind is 'word', 'quoted' or one of '=', ';'."""
+    """Yield (kind, value): kind is 'word', 'quoted' or one of '=', ';', '{', '}'."""
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -47,7 +47,7 @@ def _tokens(text: str):
         elif text.startswith("//", i):
             end = text.find("\n", i)
             i = n if end < 0 else end + 1
-        elif c in "=;":
+        elif c in "=;{}":
             yield c, c
             i += 1
         elif c == '"':
@@ -69,17 +69,15 @@ def _tokens(text: str):
             yield "quoted", "".join(out)
         else:
             start = i
-            while i < n and not text[i].isspace() and text[i] not in '=;"':
+            while i < n and not text[i].isspace() and text[i] not in '=;"{}':
                 i += 1
             yield "word", text[start:i]
 
 
-def parse_jaas_config(text: str) -> list[JaasEntry]:
-    """Every login module entry of a sasl.jaas.config value (usually exactly one)."""
+def _entries(toks: list, i: int, closing: str | None) -> tuple[list[JaasEntry], int]:
+    """Login module entries from toks[i:] up to the end (closing None) or a closing '}'."""
     entries: list[JaasEntry] = []
-    toks = list(_tokens(str(text or "")))
-    i = 0
-    while i < len(toks):
+    while i < len(toks) and toks[i][0] != closing:
         kind, module = toks[i]
         if kind != "word":
             raise JaasError("sasl.jaas.config must start with a login module class name, "
@@ -104,9 +102,42 @@ def parse_jaas_config(text: str) -> list[JaasEntry]:
             options[value] = toks[i + 2][1]
             i += 3
         entries.append(JaasEntry(module, flag, options))
+    return entries, i
+
+
+def parse_jaas_config(text: str) -> list[JaasEntry]:
+    """Every login module entry of a sasl.jaas.config value (usually exactly one)."""
+    entries, _ = _entries(list(_tokens(str(text or ""))), 0, None)
     if not entries:
         raise JaasError("sasl.jaas.config is empty")
     return entries
+
+
+def parse_jaas_file(text: str) -> dict[str, list[JaasEntry]]:
+    """The sections of a JAAS login configuration file (Java's
+    -Djava.security.auth.login.config), e.g. ZooKeeper's client login:
+
+        Client {
+            org.apache.zookeeper.server.auth.DigestLoginModule required
+            username="gregor" password="...";
+        };
+    """
+    toks = list(_tokens(str(text or "")))
+    sections: dict[str, list[JaasEntry]] = {}
+    i = 0
+    while i < len(toks):
+        kind, name = toks[i]
+        if kind != "word" or i + 1 >= len(toks) or toks[i + 1][0] != "{":
+            raise JaasError("a JAAS file is made of sections: Name { <login module> "
+                            "required key=\"value\" ...; };")
+        entries, i = _entries(toks, i + 2, "}")
+        if i >= len(toks):
+            raise JaasError(f"JAAS section {name} is not closed with '}};'")
+        i += 1
+        if i < len(toks) and toks[i][0] == ";":
+            i += 1
+        sections[name] = entries
+    return sections
 
 
 def single_entry(text: str) -> JaasEntry:

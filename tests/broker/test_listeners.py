@@ -58,8 +58,6 @@ def test_wildcard_host_is_advertised_as_the_hostname():
 @pytest.mark.parametrize("values, message", [
     ({"listeners": "X://h:1", "listener.security.protocol.map": "X:SASL_GSS"},
      "the security protocols are"),
-    ({"listeners": "SASL_SSL://h:1,PLAINTEXT://h:2", "zookeeper.connect": "z:2181",
-      "security.inter.broker.protocol": "SASL_SSL"}, "over PLAINTEXT for now"),
     ({"listeners": "REPL://h:1"}, "no entry"),
     ({"listeners": "PLAINTEXT://h:1", "advertised.listeners": "OTHER://h:1"}, "not in"),
     ({"listeners": "PLAINTEXT://h:1", "inter.broker.listener.name": "REPL"},

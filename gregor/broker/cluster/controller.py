@@ -46,8 +46,9 @@ MAX_PARTITIONS_PER_TOPIC = 10_000     # as the single-node broker: bounded work 
 
 class Controller:
     def __init__(self, broker_id: int, store: MetadataStore, config, listener: str | None = None,
-                 local=None):
+                 local=None, security=None):
         self.broker_id = broker_id
+        self.security = security          # InterBrokerSecurity: how we reach the brokers
         self.local = local                # async push -> response: our own broker's handlers
         self.store = store
         self.config = config
@@ -113,7 +114,8 @@ class Controller:
             self.planner = PushPlanner(self.broker_id, self.epoch)
             timeout = int(self.config.get("replica.socket.timeout.ms")) / 1000.0
             self.channel = ControllerChannel(self.broker_id, self.local, self._endpoint,
-                                             f"gregor-controller-{self.broker_id}", timeout)
+                                             f"gregor-controller-{self.broker_id}", timeout,
+                                             self.security)
         self.channel.sync(snap.broker_epochs)
         pushes = self.planner.plan(snap)
         self.channel.send(pushes)

@@ -16,7 +16,7 @@ import logging
 from ...protocol import messages
 from ...protocol.errors import ErrorCode, KafkaError
 from .propagation import Push
-from .replica_fetcher import LeaderConnection
+from .broker_connection import BrokerConnection
 
 log = logging.getLogger("gregor.broker.cluster.channel")
 
@@ -32,7 +32,7 @@ class _BrokerQueue:
         self.queue: asyncio.Queue[Push] = asyncio.Queue()
         self.queued = 0                  # requests put in the queue, ever
         self.delivered = 0               # and answered
-        self.conn: LeaderConnection | None = None
+        self.conn: BrokerConnection | None = None
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
@@ -53,8 +53,8 @@ class _BrokerQueue:
             return False
         if self.conn is None or (self.conn.host, self.conn.port) != endpoint:
             self.close_connection()
-            self.conn = LeaderConnection(endpoint[0], endpoint[1], self.channel.client_id,
-                                         self.channel.timeout)
+            self.conn = BrokerConnection(endpoint[0], endpoint[1], self.channel.client_id,
+                                         self.channel.timeout, self.channel.security)
         try:
             body = await self.conn.request(messages.api(push.api), push.version, push.body)
         except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError,
@@ -92,8 +92,10 @@ class _BrokerQueue:
 
 
 class ControllerChannel:
-    def __init__(self, self_id: int, local, endpoint_of, client_id: str, timeout: float):
+    def __init__(self, self_id: int, local, endpoint_of, client_id: str, timeout: float,
+                 security=None):
         self.self_id = self_id
+        self.security = security                # InterBrokerSecurity (None: PLAINTEXT)
         self.local = local                      # async push -> response body, for self_id
         self.endpoint_of = endpoint_of          # broker id -> (host, port) or None
         self.client_id = client_id

@@ -136,7 +136,6 @@ class IsrChangesMixin:
         return None, None
 
     async def _ask_controller_alter(self, ctrl: int, body: dict) -> dict | None:
-        from .replica_fetcher import LeaderConnection
         endpoint = self._endpoint(ctrl) if ctrl >= 0 else None
         if endpoint is None:
             return None
@@ -145,8 +144,8 @@ class IsrChangesMixin:
             if conn is None or (conn.host, conn.port) != endpoint:
                 if conn is not None:
                     conn.close()
-                conn = self._controller_conn = LeaderConnection(
-                    endpoint[0], endpoint[1], f"gregor-broker-{self.broker_id}",
+                conn = self._controller_conn = self.broker_connection(
+                    endpoint, f"gregor-broker-{self.broker_id}",
                     int(self.broker.config.get("replica.socket.timeout.ms")) / 1000.0)
             try:
                 return await conn.request(messages.api("AlterPartition"),

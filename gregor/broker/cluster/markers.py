@@ -12,7 +12,7 @@ import logging
 
 from ...protocol import messages
 from ...protocol.errors import ErrorCode, KafkaError
-from .replica_fetcher import LeaderConnection
+from .broker_connection import BrokerConnection
 
 log = logging.getLogger("gregor.broker.cluster.markers")
 
@@ -24,7 +24,7 @@ class ClusterMarkers:
     def __init__(self, broker, local):
         self.broker = broker
         self.local = local                      # txn.service.LocalMarkers
-        self._conns: dict[int, tuple[LeaderConnection, asyncio.Lock, tuple]] = {}
+        self._conns: dict[int, tuple[BrokerConnection, asyncio.Lock, tuple]] = {}
 
     async def write(self, producer_id, producer_epoch, commit, coordinator_epoch, partitions):
         member = self.broker.cluster
@@ -89,8 +89,8 @@ class ClusterMarkers:
             if held is not None:
                 held[0].close()
             timeout = int(self.broker.config.get("request.timeout.ms")) / 1000.0
-            conn = LeaderConnection(*endpoint,
-                                    f"gregor-txn-markers-{member.broker_id}", timeout)
+            conn = BrokerConnection(*endpoint, f"gregor-txn-markers-{member.broker_id}",
+                                    timeout, member.inter_broker)
             held = (conn, asyncio.Lock(), endpoint)
             self._conns[broker_id] = held
         return held[0], held[1]

@@ -22,7 +22,9 @@ import time
 from ...protocol.errors import ErrorCode, KafkaError
 from ..topics import TopicInfo, new_uuid_string, read_meta, write_atomically
 from . import znodes as z
+from ..security.inter_broker import inter_broker_security
 from .assignment import AssignmentError, assign_replicas
+from .broker_connection import BrokerConnection
 from .controller import Controller
 from .controller_requests import ControllerRequestsMixin
 from .entity_configs_zk import ZkEntityConfigStore
@@ -34,6 +36,7 @@ from .producer_ids import ClusterProducerIds
 from .replica_fetcher import ReplicaFetcherManager
 from .session import SessionStateMachine
 from .session_handling import SessionHandlingMixin
+from .zk_security import zk_security
 
 GROUPS_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
@@ -49,10 +52,13 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         conn_ms = cfg.get("zookeeper.connection.timeout.ms")
         self.store = MetadataStore(str(cfg.get("zookeeper.connect")),
                                    session_timeout_ms=int(cfg.get("zookeeper.session.timeout.ms")),
-                                   connection_timeout_ms=int(conn_ms) if conn_ms else None)
+                                   connection_timeout_ms=int(conn_ms) if conn_ms else None,
+                                   security=zk_security(cfg))
+        # how this broker reaches the others (TLS / SASL of the inter-broker listener)
+        self.inter_broker = inter_broker_security(cfg, broker.listeners)
         self.controller = Controller(self.broker_id, self.store, cfg,
                                      listener=broker.listeners.inter_broker,
-                                     local=self.take_push)
+                                     local=self.take_push, security=self.inter_broker)
         self.snapshot = ClusterSnapshot()     # the metadata cache: what the controller told
         self.configs: dict[str, dict[str, str]] = {}     # /config/topics, read by us
         self.controller_epoch_seen = 0
@@ -80,7 +86,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         self.entity_configs = ZkEntityConfigStore(self.store)
         self._auto_creating: set[str] = set()
         self.refreshes = 0
-        self.fetchers = ReplicaFetcherManager(broker, self._endpoint)
+        self.fetchers = ReplicaFetcherManager(broker, self._endpoint, self.inter_broker)
         self._isr_task: asyncio.Task | None = None
         self._hw_task: asyncio.Task | None = None
         self._isr_writes: set[tuple[str, int]] = set()
@@ -88,6 +94,11 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         self._controller_conn = None      # AlterPartition's connection to the controller
         self._controller_conn_lock = asyncio.Lock()
         self._refusing = False
+
+    def broker_connection(self, endpoint: tuple[str, int], client_id: str,
+                          timeout: float) -> BrokerConnection:
+        """A connection to another broker, secured as the inter-broker listener is."""
+        return BrokerConnection(endpoint[0], endpoint[1], client_id, timeout, self.inter_broker)
 
     # -- joining ---------------------------------------------------------------------------
 
@@ -158,7 +169,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         endpoints = tuple(f"{name}://{host}:{port}" for name, (host, port)
                           in b.endpoints.items())
         info = z.BrokerInfo(self.broker_id, b.advertised_host, b.advertised_port,
-                            b.config.get("broker.rack"), int(time.time() * 1000), endpoints)
+                            b.config.get("broker.rack"), int(time.time() * 1000), endpoints,
+                            tuple((name, b.listeners.protocol(name)) for name in b.endpoints))
         session = self.session.session_id
         try:
             self.broker_epoch = await self.store.register_broker(info)
@@ -231,7 +243,6 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         """The partitions still led after asking the controller, or None if it could not
         be asked."""
         from ...protocol import messages
-        from .replica_fetcher import LeaderConnection
         ctrl = self.snapshot.controller_id
         if ctrl == self.broker_id and self.controller.active:
             try:
@@ -243,8 +254,9 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         endpoint = self._endpoint(ctrl)
         if endpoint is None:
             return None
-        conn = LeaderConnection(endpoint[0], endpoint[1], f"gregor-broker-{self.broker_id}",
-                                int(self.broker.config.get("replica.socket.timeout.ms")) / 1000)
+        conn = self.broker_connection(endpoint, f"gregor-broker-{self.broker_id}",
+                                      int(self.broker.config.get("replica.socket.timeout.ms"))
+                                      / 1000)
         try:
             body = await conn.request(messages.api("ControlledShutdown"), 2,
                                       {"broker_id": self.broker_id,

@@ -27,6 +27,7 @@ from kazoo.exceptions import (BadVersionError, ConnectionClosedError, Connection
                               SessionExpiredError, ZookeeperError)
 
 from . import znodes as z
+from .zk_security import NONE as ZK_OPEN
 
 log = logging.getLogger("gregor.broker.cluster.store")
 
@@ -91,8 +92,10 @@ class BrokerView:
 
 class MetadataStore:
     def __init__(self, connect: str, *, session_timeout_ms: int = 18000,
-                 connection_timeout_ms: int | None = None):
+                 connection_timeout_ms: int | None = None, security=None):
         self.hosts, self.chroot = split_connect(connect)
+        # ZooKeeper login and znode ACLs (zk_security.py; zookeeper.set.acl)
+        self.security = security if security is not None else ZK_OPEN
         self.session_timeout = session_timeout_ms / 1000.0
         self.connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
         self.client: KazooClient | None = None
@@ -109,8 +112,8 @@ class MetadataStore:
         # kazoo's default reconnect backoff grows to an hour; a broker must be back within
         # about a second of ZooKeeper being reachable again, so cap it there, retry forever.
         retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
-        client = KazooClient(hosts=self.hosts, timeout=self.session_timeout,
-                             connection_retry=retry)
+        client = self.security.client(self.hosts, timeout=self.session_timeout,
+                                      connection_retry=retry)
         self.client = client
         try:
             await self.loop.run_in_executor(None, lambda: client.start(self.connection_timeout))

@@ -31,7 +31,9 @@ LEADER_DURING_DELETE = -2          # Kafka's leader id for a partition being del
 LEADER_AND_ISR_VERSION = 7
 UPDATE_METADATA_VERSION = 8
 STOP_REPLICA_VERSION = 4
-PLAINTEXT = 0                      # Kafka's SecurityProtocol id
+PLAINTEXT = 0                      # Kafka's SecurityProtocol ids
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+_PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOL_IDS.items()}
 
 
 @dataclass
@@ -191,7 +193,8 @@ def _live_broker(info: z.BrokerInfo) -> dict:
     for entry in info.endpoints or (f"PLAINTEXT://{info.host}:{info.port}",):
         name, host, port = z.split_endpoint(entry)
         endpoints.append({"port": port, "host": host, "listener": name,
-                          "security_protocol": PLAINTEXT})
+                          "security_protocol": SECURITY_PROTOCOL_IDS.get(info.protocol(name),
+                                                                         PLAINTEXT)})
     return {"id": info.broker_id, "endpoints": endpoints, "rack": info.rack}
 
 
@@ -200,5 +203,8 @@ def broker_info(entry: dict) -> z.BrokerInfo:
     endpoints = tuple(f"{e['listener']}://{e['host']}:{e['port']}" for e in entry["endpoints"])
     first = entry["endpoints"][0] if entry["endpoints"] else {"host": "", "port": -1}
     plain = next((e for e in entry["endpoints"] if e["listener"] == "PLAINTEXT"), first)
+    protocols = tuple((e["listener"], _PROTOCOL_NAMES.get(e.get("security_protocol"),
+                                                          "PLAINTEXT"))
+                      for e in entry["endpoints"])
     return z.BrokerInfo(entry["id"], plain["host"], plain["port"], entry.get("rack"), 0,
-                        endpoints)
+                        endpoints, protocols)

@@ -18,18 +18,18 @@ and the follower is often first) is retried after 50 ms, doubling up to
 replica.fetch.backoff.ms, so a failover does not wait a whole backoff for that race; other
 errors (a stale epoch of ours: our next view of ZooKeeper re-follows) wait
 replica.fetch.backoff.ms; a connection that fails or times out (replica.socket.timeout.ms) is
-reopened after the backoff.
+reopened after the backoff, one the leader had closed meanwhile at once (broker_connection.py,
+which also secures it as the inter-broker listener requires).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 
 from ...protocol import messages
 from ...protocol.errors import ErrorCode, KafkaError
-from ...protocol.header import decode_response, encode_request
 from ...log.log import AppendOffsetError
+from .broker_connection import BrokerConnection
 
 log = logging.getLogger("gregor.broker.cluster.fetcher")
 
@@ -37,8 +37,6 @@ FETCH = messages.api("Fetch")
 EPOCHS = messages.api("OffsetForLeaderEpoch")
 FETCH_VERSION = 11          # the highest this broker serves: leader epochs (v9+)
 EPOCHS_VERSION = 3          # replica_id (v3+), current_leader_epoch (v2+)
-_SIZE = struct.Struct(">i")
-MAX_RESPONSE = 1 << 30      # a frame size above this is a broken stream, not a response
 
 # the leader-to-be has not applied the state we act on yet: worth asking again soon
 NOT_READY_YET = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH}
@@ -59,39 +57,6 @@ class FollowedPartition:
         self.not_ready = 0              # NOT_READY_YET answers in a row (quick retries)
 
 
-class LeaderConnection:
-    """One request at a time to one broker, on its own asyncio stream."""
-
-    def __init__(self, host: str, port: int, client_id: str, timeout: float):
-        self.host, self.port = host, port
-        self.client_id = client_id
-        self.timeout = timeout
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-        self._correlation = 0
-
-    async def request(self, api, version: int, body: dict) -> dict:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.timeout)
-        self._correlation += 1
-        self.writer.write(encode_request(api, version, self._correlation, self.client_id, body))
-        await self.writer.drain()
-        size = _SIZE.unpack(await asyncio.wait_for(self.reader.readexactly(4), self.timeout))[0]
-        if not 0 < size <= MAX_RESPONSE:
-            raise ConnectionError(f"bad response frame size {size}")
-        frame = await asyncio.wait_for(self.reader.readexactly(size), self.timeout)
-        correlation, body = decode_response(api, version, frame)
-        if correlation != self._correlation:
-            raise ConnectionError(f"response {correlation} to request {self._correlation}")
-        return body
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-
 class ReplicaFetcher:
     """Copies every partition this broker follows from one leader."""
 
@@ -101,7 +66,7 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], FollowedPartition] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._conn: LeaderConnection | None = None
+        self._conn: BrokerConnection | None = None
         self._endpoint: tuple[str, int] | None = None
         self._stopping = False
         self.fetches = 0                # for tests and logs
@@ -170,16 +135,16 @@ class ReplicaFetcher:
                 self._drop_connection()
                 await asyncio.sleep(backoff)
 
-    def _connection(self) -> LeaderConnection | None:
+    def _connection(self) -> BrokerConnection | None:
         endpoint = self.manager.endpoint(self.leader_id)
         if endpoint is None:
             return None
         if self._conn is None or endpoint != self._endpoint:
             self._drop_connection()
             cfg = self.manager.config
-            self._conn = LeaderConnection(
+            self._conn = BrokerConnection(
                 endpoint[0], endpoint[1], f"gregor-replica-{self.manager.broker_id}",
-                int(cfg.get("replica.socket.timeout.ms")) / 1000.0)
+                int(cfg.get("replica.socket.timeout.ms")) / 1000.0, self.manager.security)
             self._endpoint = endpoint
         return self._conn
 
@@ -197,7 +162,7 @@ class ReplicaFetcher:
 
     # -- truncation ------------------------------------------------------------------------
 
-    async def _truncate(self, todo: list[FollowedPartition], conn: LeaderConnection) -> None:
+    async def _truncate(self, todo: list[FollowedPartition], conn: BrokerConnection) -> None:
         if not todo:
             return
         by_topic: dict[str, list] = {}
@@ -247,7 +212,7 @@ class ReplicaFetcher:
 
     # -- fetching --------------------------------------------------------------------------
 
-    async def _fetch(self, todo: list[FollowedPartition], conn: LeaderConnection) -> None:
+    async def _fetch(self, todo: list[FollowedPartition], conn: BrokerConnection) -> None:
         if not todo:
             return
         cfg = self.manager.config
@@ -321,8 +286,9 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """The fetchers of one broker, one per leader it follows partitions from."""
 
-    def __init__(self, broker, endpoint_of):
+    def __init__(self, broker, endpoint_of, security=None):
         self.broker = broker
+        self.security = security             # InterBrokerSecurity (None: PLAINTEXT)
         self.broker_id = broker.broker_id
         self.config = broker.config
         self.endpoint = endpoint_of          # leader id -> (host, port) or None

@@ -77,14 +77,21 @@ class BrokerInfo:
     rack: str | None = None
     timestamp_ms: int = 0
     endpoints: tuple[str, ...] = ()
+    # (listener name, security protocol); a listener not named here is PLAINTEXT
+    protocols: tuple[tuple[str, str], ...] = ()
+
+    def protocol(self, listener: str) -> str:
+        return dict(self.protocols).get(listener, "PLAINTEXT")
 
     def encode(self) -> bytes:
         endpoints = list(self.endpoints) or [f"PLAINTEXT://{self.host}:{self.port}"]
         names = [_split_endpoint(e)[0] for e in endpoints]
-        # host/port are the PLAINTEXT listener's (for pre-0.10 readers), null without one.
-        plain = self.endpoint("PLAINTEXT") if "PLAINTEXT" in names else None
+        # host/port are the first PLAINTEXT listener's (for pre-0.10 readers), null without
+        # one, as Kafka's BrokerInfo writes them
+        plain_name = next((n for n in names if self.protocol(n) == "PLAINTEXT"), None)
+        plain = self.endpoint(plain_name) if plain_name else None
         return _dump({"features": {}, "listener_security_protocol_map": {
-            n: "PLAINTEXT" for n in names}, "endpoints": endpoints, "jmx_port": -1,
+            n: self.protocol(n) for n in names}, "endpoints": endpoints, "jmx_port": -1,
             "port": plain[1] if plain else -1, "host": plain[0] if plain else None,
             "version": BROKER_VERSION, "timestamp": str(self.timestamp_ms), "rack": self.rack})
 
@@ -107,8 +114,10 @@ class BrokerInfo:
         if (not host or port in (None, -1)) and endpoints:
             # host/port are null when there is no PLAINTEXT listener; take the first endpoint.
             _, host, port = _split_endpoint(endpoints[0])
+        protocols = doc.get("listener_security_protocol_map") or {}
         return cls(broker_id, host or "", int(port), doc.get("rack"),
-                   int(doc.get("timestamp") or 0), endpoints)
+                   int(doc.get("timestamp") or 0), endpoints,
+                   tuple((str(k).upper(), str(v).upper()) for k, v in protocols.items()))
 
 
 def split_endpoint(entry: str) -> tuple[str, str, int]:

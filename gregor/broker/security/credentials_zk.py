@@ -13,6 +13,8 @@ import asyncio
 import threading
 import time
 
+from kazoo.exceptions import NoAuthError
+
 from ..cluster.entity_configs_zk import ZkEntityConfigStore
 from ..cluster.metadata_store import MetadataStore, StoreError
 from .credentials import CredentialStoreError, ScramCredentials
@@ -24,12 +26,15 @@ class ZkCredentials(ScramCredentials):
         self._meta, self._loop, self._thread = meta, loop, thread
 
     @classmethod
-    def connect(cls, connect: str, timeout: float = 15.0) -> "ZkCredentials":
+    def connect(cls, connect: str, timeout: float = 15.0, security=None) -> "ZkCredentials":
+        """security: the brokers' ZooKeeper login and znode ACLs (zk_security.ZkSecurity),
+        needed to write on a cluster whose znodes are protected (zookeeper.set.acl)."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="gregor-zk-credentials",
                                   daemon=True)
         thread.start()
-        meta = MetadataStore(connect, connection_timeout_ms=int(timeout * 1000))
+        meta = MetadataStore(connect, connection_timeout_ms=int(timeout * 1000),
+                             security=security)
 
         async def open_store():
             await meta.start()
@@ -41,6 +46,11 @@ class ZkCredentials(ScramCredentials):
         except (StoreError, Exception) as e:
             asyncio.run_coroutine_threadsafe(meta.close(), loop).result(10)
             loop.call_soon_threadsafe(loop.stop)
+            if isinstance(e, NoAuthError):
+                raise CredentialStoreError(
+                    f"ZooKeeper at {connect} refused to show the users: this cluster's znodes "
+                    "are protected (zookeeper.set.acl); log in as the brokers do (their "
+                    "gregor.zookeeper.jaas.file)") from None
             raise CredentialStoreError(f"cannot reach ZooKeeper at {connect}: {e}") from None
         return cls(store, meta, loop, thread)
 

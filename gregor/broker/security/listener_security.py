@@ -17,6 +17,7 @@ from ...security.jaas import JaasError, plain_users, single_entry
 from ...security.scram import MECHANISMS
 from ..config import ConfigError
 from .gate import SaslGate
+from .inter_broker import inter_broker_security
 from .principal import KafkaPrincipal
 from .principal_mapper import NoMatchingRule, SslPrincipalMapper
 from .sasl.authenticator import SaslAuthenticator
@@ -75,6 +76,12 @@ class BrokerSecurity:
         for lst in listener_config.listeners:
             proto = listener_config.protocol(lst.name)
             self.listeners[lst.name] = self._build(config, lst.name, proto)
+        # the client side of the inter-broker listener, checked here so a mistake stops the
+        # broker at start (the cluster member builds its own from the same settings)
+        self.inter_broker = inter_broker_security(config, listener_config)
+        if config.get("zookeeper.connect"):
+            from ..cluster.zk_security import zk_security
+            zk_security(config)                  # the ZooKeeper login, checked the same way
 
     def _build(self, config, name: str, protocol: str) -> ListenerSecurity:
         sec = ListenerSecurity(name, protocol)

@@ -51,6 +51,21 @@ SECURITY_SETTINGS = [
      "before it ends, else the connection is closed. 0: forever."),
 ]
 
+# Between the brokers of a cluster and ZooKeeper (gregor/broker/cluster/zk_security.py).
+CLUSTER_SECURITY_SETTINGS = [
+    ("zookeeper.set.acl", "bool", False,
+     "Create znodes with Kafka's secure ACLs: everything for the brokers' ZooKeeper user, read "
+     "for everyone else, nothing for others under /config/users and /config/brokers. Needs "
+     "gregor.zookeeper.jaas.file or gregor.zookeeper.jaas.config."),
+    ("gregor.zookeeper.jaas.file", "string", None,
+     "A JAAS file whose Client section (DigestLoginModule username and password) is the "
+     "brokers' ZooKeeper login (ZooKeeper's digest scheme), as Kafka's "
+     "-Djava.security.auth.login.config file."),
+    ("gregor.zookeeper.jaas.config", "password", None,
+     "The same login entry inline: org.apache.zookeeper.server.auth.DigestLoginModule "
+     "required username=\"..\" password=\"..\";"),
+]
+
 _PER_LISTENER = {s[0]: s for s in SECURITY_SETTINGS}
 _PREFIX = "listener.name."
 MECHANISM_SETTINGS = ("sasl.jaas.config", "connections.max.reauth.ms")

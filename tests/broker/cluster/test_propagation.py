@@ -192,3 +192,14 @@ def test_a_topic_created_again_replaces_the_cached_one():
     assert cache.topics["t"].assignment.partitions == {0: [1]}
     assert z.topic_id_text(bytes(16)) is None
     assert z.topic_id_text(z.topic_id_bytes(TOPIC_ID)) == TOPIC_ID
+
+
+def test_live_brokers_carry_each_listeners_security_protocol():
+    from gregor.broker.cluster.propagation import _live_broker, broker_info
+    info = z.BrokerInfo(4, "h", 9093, "r1", 0, ("SASL_SSL://h:9093", "OPEN://h:9095"),
+                        (("SASL_SSL", "SASL_SSL"), ("OPEN", "PLAINTEXT")))
+    entry = _live_broker(info)
+    assert [(e["listener"], e["security_protocol"]) for e in entry["endpoints"]] == \
+        [("SASL_SSL", 3), ("OPEN", 0)]
+    back = broker_info(entry)
+    assert back.protocol("SASL_SSL") == "SASL_SSL" and back.endpoint("OPEN") == ("h", 9095)

@@ -31,7 +31,8 @@ def test_broker_registration_with_named_listeners():
     doc = json.loads(info.encode())
     assert doc["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT",
                                                      "REPLICATION": "PLAINTEXT"}
-    assert (doc["host"], doc["port"]) == (None, -1)       # no listener named PLAINTEXT
+    # host/port: the first listener whose protocol is PLAINTEXT (Kafka's BrokerIdZNode)
+    assert (doc["host"], doc["port"]) == ("h", 9092)
     back = z.BrokerInfo.decode(1, info.encode())
     assert back.endpoint("REPLICATION") == ("10.0.0.1", 9093)
     assert back.endpoint("CLIENT") == back.endpoint() == ("h", 9092)
@@ -39,6 +40,21 @@ def test_broker_registration_with_named_listeners():
     # a registration without endpoints (pre-0.10) has only its PLAINTEXT address
     assert z.BrokerInfo(2, "k", 1).endpoint("PLAINTEXT") == ("k", 1)
     assert z.BrokerInfo(2, "k", 1).endpoint("REPLICATION") is None
+
+
+def test_broker_registration_names_each_listeners_security_protocol():
+    info = z.BrokerInfo(1, "h", 9093, None, 1, ("SASL_SSL://h:9093", "INTERNAL://h:9094",
+                                                 "OPEN://10.0.0.1:9095"),
+                        (("SASL_SSL", "SASL_SSL"), ("INTERNAL", "SSL"), ("OPEN", "PLAINTEXT")))
+    doc = json.loads(info.encode())
+    assert doc["listener_security_protocol_map"] == {
+        "SASL_SSL": "SASL_SSL", "INTERNAL": "SSL", "OPEN": "PLAINTEXT"}
+    assert (doc["host"], doc["port"]) == ("10.0.0.1", 9095)
+    back = z.BrokerInfo.decode(1, info.encode())
+    assert back.protocol("INTERNAL") == "SSL" and back.protocol("SASL_SSL") == "SASL_SSL"
+    secure_only = z.BrokerInfo(2, "h", 9093, None, 1, ("SASL_SSL://h:9093",),
+                               (("SASL_SSL", "SASL_SSL"),))
+    assert json.loads(secure_only.encode())["port"] == -1
 
 
 def test_controller_and_epoch():
