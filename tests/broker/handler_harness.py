@@ -38,6 +38,7 @@ class As:
         self.client_host = client_host
         self.listener = listener
         self.peer = f"{client_host}:50000"
+        self.authz_memo = None      # allowed ACL decisions (gregor/broker/security/checks.py)
 
 
 async def call(broker, api_name: str, version: int, body: dict, who: As | None = None):

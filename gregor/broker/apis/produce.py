@@ -119,16 +119,17 @@ def _authorize(broker, ctx, request, tid, version) -> tuple:
     records need WRITE on their transactional id (Kafka's KafkaApis.handleProduceRequest)."""
     if broker.authorizer is None:
         return (), 0
-    if version >= 3 and _has_transactional_records(request) and \
+    topic_data = request["topic_data"]
+    if version >= 3 and _has_transactional_records(topic_data) and \
             (tid is None or not allowed(broker, ctx, WRITE, TRANSACTIONAL_ID, tid)):
         return (), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    return denied_topics(broker, ctx, WRITE, (t["name"] for t in request["topic_data"])), 0
+    return denied_topics(broker, ctx, WRITE, [t["name"] for t in topic_data]), 0
 
 
-def _has_transactional_records(request) -> bool:
+def _has_transactional_records(topic_data) -> bool:
     """Any v2 batch with the transactional attribute (read from the header's bytes: this runs
     on every produce request when an authorizer is on)."""
-    for t in request["topic_data"]:
+    for t in topic_data:
         for pd in t["partition_data"]:
             data = pd["records"]
             # magic at byte 16; attributes (int16) at 21-22, transactional = bit 4

@@ -70,14 +70,11 @@ def denied_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Iter
     op_v, rt_v = op._value_, rtype._value_
     out = None                   # a plain loop: this runs on every produce and fetch request
     for n in names:
-        if memo is not None and (op_v, rt_v, n) in memo:
-            continue
-        if out is not None and n in out:
+        if (op_v, rt_v, n) in memo or (out is not None and n in out):
             continue
         if a.authorize(ctx.principal, ctx.client_host, op, rtype, n, log_denied=log_denied,
                        request=ctx.api.name):
-            if memo is not None:
-                memo[(op_v, rt_v, n)] = True
+            memo[(op_v, rt_v, n)] = True
         else:
             if out is None:
                 out = set()
@@ -85,16 +82,17 @@ def denied_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Iter
     return out or _NONE
 
 
-def _memo(a, ctx) -> dict | None:
+def _memo(a, ctx) -> dict:
     """The connection's memo of allowed decisions: a connection's principal and host do not
     change (re-authentication keeps the principal), so a produce or fetch of a topic it was
     already allowed costs one lookup of (operation, resource type, name). It is valid while
     the authorizer's decision cache is the same dict (replaced on every ACL change); denials
-    are never memoised, so each one is still decided and logged."""
+    are never memoised, so each one is still decided and logged. A request with no
+    connection (in process) gets a memo of its own."""
     conn = ctx.connection
     if conn is None:
-        return None
-    held = getattr(conn, "authz_memo", None)
+        return {}
+    held = conn.authz_memo
     if held is None or held[0] is not a._cache or len(held[1]) > 10_000:
         held = conn.authz_memo = (a._cache, {})
     return held[1]
