@@ -66,6 +66,19 @@ def _interrupted(log_text: str) -> bool:
     return "unfinished cleaning pass" in log_text or "swap of cleaned segment" in log_text
 
 
+def _wait_for_a_pass(partition_dir, timeout: float) -> bool:
+    """Until a cleaning pass has written files of its new segment (or timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if any(n.endswith(".cleaned") for n in os.listdir(partition_dir)):
+                return True
+        except FileNotFoundError:
+            pass
+        time.sleep(0.002)
+    return False
+
+
 def test_kill_during_cleaning_loses_nothing_that_should_survive(tmp_path):
     rng = random.Random(7)
     data = tmp_path / "data"
@@ -80,11 +93,16 @@ def test_kill_during_cleaning_loses_nothing_that_should_survive(tmp_path):
                                  "min.cleanable.dirty.ratio": "0.01"})])[TOPIC].result(30)
         acked: dict[bytes, tuple[bytes, int]] = {}
         rounds = 0
-        # at least ROUNDS kills, and more (up to 3x) until one has interrupted a pass: the
-        # kill's moment is random, so on a busy machine every one of ROUNDS may miss
+        # at least ROUNDS kills, and more (up to 3x) until one has interrupted a pass. Even
+        # rounds kill at a random moment; odd rounds as soon as a pass has written its
+        # `.cleaned` files (a random moment alone misses every pass on a quiet machine, where
+        # they are short, and on a busy one, where they start late)
         while rounds < ROUNDS or (rounds < 3 * ROUNDS and not _interrupted(b.log_text())):
             _produce(b.bootstrap, rounds * PER_ROUND, PER_ROUND, acked)
-            time.sleep(rng.uniform(0.05, 0.6))      # lands inside a pass most of the time
+            if rounds % 2:
+                _wait_for_a_pass(data / f"{TOPIC}-0", timeout=5.0)
+            else:
+                time.sleep(rng.uniform(0.05, 0.6))
             b.kill()
             b.start()
             rounds += 1
