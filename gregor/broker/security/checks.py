@@ -66,7 +66,7 @@ def denied_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Iter
     a = broker.authorizer
     if a is None:
         return _NONE
-    memo = _memo(a, ctx)
+    memo = memo_of(a, ctx)
     op_v, rt_v = op._value_, rtype._value_
     out = None                   # a plain loop: this runs on every produce and fetch request
     for n in names:
@@ -82,7 +82,7 @@ def denied_names(broker, ctx, op: AclOperation, rtype: ResourceType, names: Iter
     return out or _NONE
 
 
-def _memo(a, ctx) -> dict:
+def memo_of(a, ctx) -> dict:
     """The connection's memo of allowed decisions: a connection's principal and host do not
     change (re-authentication keeps the principal), so a produce or fetch of a topic it was
     already allowed costs one lookup of (operation, resource type, name). It is valid while
