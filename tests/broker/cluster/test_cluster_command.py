@@ -16,17 +16,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)
 pytestmark = pytest.mark.timeout(180)
 
 
+def start_cluster(data_dir, *more: str) -> subprocess.Popen:
+    """`gregor cluster --brokers 3` on free ports, its output (stdout and stderr) readable."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-m", "gregor", "cluster", "--brokers", "3",
+                             "--port", "0", *more, "--data-dir", str(data_dir),
+                             "--set", "zookeeper.session.timeout.ms=6000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
 def test_three_brokers_replicate_and_stop_cleanly(tmp_path):
     why = zk.missing_reason()
     if why:
         unavailable(why)
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-m", "gregor", "cluster", "--brokers", "3",
-                             "--port", "0", "--data-dir", str(tmp_path / "c"),
-                             "--set", "zookeeper.session.timeout.ms=6000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = start_cluster(tmp_path / "c")
     lines = []
     try:
         for line in proc.stdout:
@@ -77,11 +82,7 @@ def test_secure_cluster_prints_settings_that_work(tmp_path):
     from kazoo.exceptions import NoAuthError
 
     from gregor.cli.main import cli
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-m", "gregor", "cluster", "--brokers", "3",
-                             "--port", "0", "--secure", "--data-dir", str(tmp_path / "c"),
-                             "--set", "zookeeper.session.timeout.ms=6000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = start_cluster(tmp_path / "c", "--secure")
     lines = []
     try:
         for line in proc.stdout:

@@ -63,7 +63,9 @@ def state(c: BrokerCluster, topic: str, p: int) -> dict:
 class CheckedProducer:
     """confluent-kafka, idempotent, acks=all: every acknowledgement goes to the checker."""
 
-    def __init__(self, bootstrap: str, topic: str, checker: ReplicationChecker, keys: int = 8):
+    def __init__(self, bootstrap: str, topic: str, checker: ReplicationChecker, keys: int = 8,
+                 config: dict | None = None):
+        """config: more settings over these (a secured cluster's login)."""
         from confluent_kafka import Producer
         self.topic, self.checker, self.keys = topic, checker, keys
         # request.timeout.ms: an idempotent producer moves to a new leader only once its
@@ -74,7 +76,8 @@ class CheckedProducer:
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                                   "acks": "all", "linger.ms": 2, "message.timeout.ms": 120000,
                                   "request.timeout.ms": 5000, "socket.timeout.ms": 10000,
-                                  "topic.metadata.refresh.interval.ms": 1000})
+                                  "topic.metadata.refresh.interval.ms": 1000,
+                                  **(config or {})})
         self.sent = 0
         self.errors: list[str] = []
 
@@ -103,10 +106,12 @@ class CheckedProducer:
         assert self.producer.flush(timeout) == 0, "records still unacknowledged"
 
 
-def consume_all(bootstrap: str, topic: str, partitions: int, checker: ReplicationChecker):
+def consume_all(bootstrap: str, topic: str, partitions: int, checker: ReplicationChecker,
+                config: dict | None = None):
     from confluent_kafka import Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker",
-                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000})
+                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000,
+                         **(config or {})})
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
                 for p in range(partitions)}

@@ -16,6 +16,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from gregor.testing.checkers import ReplicationChecker
+from tests.broker.cluster import test_replication as replication
+from tests.broker.cluster.test_replication import CheckedProducer
 from tests.support.secure_cluster import SecureCluster
 
 pytestmark = pytest.mark.timeout(300)
@@ -58,41 +60,14 @@ def full_isr(c, p: int, topic: str = TOPIC) -> bool:
     return len(state(c, topic, p)["isr"]) == len(c.brokers)
 
 
-class Load:
-    """An idempotent acks=all confluent-kafka producer over SASL_SSL in a thread; every
-    acknowledgement goes to the checker."""
+class Load(CheckedProducer):
+    """The replication tests' checked producer (idempotent, acks=all, every acknowledgement
+    to the checker) logged in over SASL_SSL, sending from a thread."""
 
     def __init__(self, c, topic: str, checker: ReplicationChecker):
-        from confluent_kafka import Producer
-        self.topic, self.checker = topic, checker
-        self.producer = Producer(c.client_config(
-            enable_idempotence=True, acks="all", linger_ms=2, message_timeout_ms=120000,
-            request_timeout_ms=5000, socket_timeout_ms=10000,
-            topic_metadata_refresh_interval_ms=1000))
-        self.errors: list[str] = []
-        self.sent = 0
+        super().__init__(c.bootstrap, topic, checker, config=c.client_config())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _done(self, err, msg):
-        if err is None:
-            self.checker.acknowledged(msg.value(), msg.partition(), msg.offset())
-        else:
-            self.errors.append(str(err))
-
-    def send(self, n: int) -> None:
-        for _ in range(n):
-            key = f"k{self.sent % 8}".encode()
-            value = key + b":" + str(self.sent).encode()
-            self.checker.sent_record(value)
-            while True:
-                try:
-                    self.producer.produce(self.topic, value, key, on_delivery=self._done)
-                    break
-                except BufferError:
-                    self.producer.poll(0.05)
-            self.producer.poll(0)
-            self.sent += 1
 
     def _run(self):
         while not self._stop.is_set():
@@ -107,28 +82,13 @@ class Load:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(30)
-        assert self.producer.flush(timeout) == 0, "records still unacknowledged"
+        self.flush(timeout)
         assert not self.errors, self.errors[:3]
 
 
 def consume_all(c, topic: str, partitions: int, checker: ReplicationChecker) -> dict:
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer(c.client_config(group_id="checker", enable_auto_commit=False,
-                                        topic_metadata_refresh_interval_ms=1000))
-    try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                for p in range(partitions)}
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        pos = {p: 0 for p in range(partitions)}
-        deadline = time.monotonic() + 120
-        while any(pos[p] < ends[p] for p in pos) and time.monotonic() < deadline:
-            for m in consumer.consume(1000, 1.0):
-                if not m.error():
-                    checker.consumed(m.partition(), m.offset(), m.key(), m.value())
-                    pos[m.partition()] = m.offset() + 1
-        return ends
-    finally:
-        consumer.close()
+    return replication.consume_all(c.bootstrap, topic, partitions, checker,
+                                   config=c.client_config())
 
 
 def add_user(c, user: str, password: str, via=None) -> None:
@@ -190,25 +150,25 @@ def acl(user: str, topic: str, operation: str = "READ"):
                       "*", getattr(AclOperation, operation), AclPermissionType.ALLOW)
 
 
-def create_acls(c, bindings, via=None) -> None:
+def admin_via(c, via=None):
+    """An admin client logged in as the admin, bootstrapped from broker `via` alone if given."""
     from confluent_kafka.admin import AdminClient
     cfg = c.client_config()
     if via is not None:
         cfg["bootstrap.servers"] = c.address(via)
-    admin = AdminClient(cfg)
-    for f in admin.create_acls(bindings).values():
+    return AdminClient(cfg)
+
+
+def create_acls(c, bindings, via=None) -> None:
+    for f in admin_via(c, via).create_acls(bindings).values():
         f.result(30)
 
 
 def delete_acls(c, bindings, via=None) -> None:
-    from confluent_kafka.admin import AclBindingFilter, AdminClient
+    from confluent_kafka.admin import AclBindingFilter
     filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
                                 b.host, b.operation, b.permission_type) for b in bindings]
-    cfg = c.client_config()
-    if via is not None:
-        cfg["bootstrap.servers"] = c.address(via)
-    admin = AdminClient(cfg)
-    for f in admin.delete_acls(filters).values():
+    for f in admin_via(c, via).delete_acls(filters).values():
         f.result(30)
 
 
