@@ -205,8 +205,39 @@ def test_killed_member_is_expired_and_its_partitions_reassigned(broker, tmp_path
         c2.close()
 
 
+class _PollingMember(threading.Thread):
+    """One group member polled from its own thread, as an application would: a member polled
+    only between another client's blocking polls cannot answer a rebalance in time (librdkafka
+    revokes in the application's poll; kafka-python abandons a join its poll() gave up on).
+    Records are kept only after the thread has rewound to the start of its partitions."""
+
+    def __init__(self, name: str, poll, seek_to_start, assignment):
+        super().__init__(daemon=True, name=name)
+        self._poll, self._seek, self._assignment = poll, seek_to_start, assignment
+        self.parts: frozenset = frozenset()
+        self.seen: list[tuple[int, int]] = []
+        self.rewind = threading.Event()
+        self.counting = threading.Event()
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            while not self.stop.is_set():
+                if self.rewind.is_set() and not self.counting.is_set():
+                    self._seek()
+                    self.counting.set()
+                got = self._poll()
+                if self.counting.is_set():
+                    self.seen += got
+                self.parts = frozenset(self._assignment())
+        except BaseException as e:       # noqa: BLE001 - reported by the test
+            self.error = e
+
+
 def test_kafka_python_and_confluent_kafka_share_one_group(broker):
     import kafka
+    from confluent_kafka import TopicPartition
     n = 300
     topic = new_topic(broker, n)
     group = f"mixed-{topic}"
@@ -220,38 +251,63 @@ def test_kafka_python_and_confluent_kafka_share_one_group(broker):
     assert kp.partitions_for_topic(topic) == set(range(PARTITIONS))
     kp.subscribe([topic])
     ck = confluent(broker, group)
+    ck.subscribe([topic])
+
+    def kp_poll():
+        return [(r.partition, r.offset) for recs in kp.poll(timeout_ms=1000).values()
+                for r in recs]
+
+    def ck_poll():
+        m = ck.poll(0.1)
+        return [] if m is None or m.error() else [(m.partition(), m.offset())]
+
+    def ck_seek():
+        for tp in ck.assignment():
+            ck.seek(TopicPartition(tp.topic, tp.partition, 0))
+    members = {"kafka-python": _PollingMember("kafka-python", kp_poll, kp.seek_to_beginning,
+                                              lambda: {tp.partition for tp in kp.assignment()}),
+               "confluent": _PollingMember("confluent", ck_poll, ck_seek,
+                                           lambda: {tp.partition for tp in ck.assignment()})}
+    kpm, ckm = members["kafka-python"], members["confluent"]
+    for m in members.values():
+        m.start()
     try:
-        ck.subscribe([topic])
         # both members must hold a share before counting (what was read while the group
         # formed is read again from the start by each partition's final owner)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            kp.poll(500)
-            ck.poll(0.05)
-            kp_parts = {tp.partition for tp in kp.assignment()}
-            ck_parts = {tp.partition for tp in ck.assignment()}
-            if kp_parts and ck_parts and not kp_parts & ck_parts and \
-                    kp_parts | ck_parts == set(range(PARTITIONS)):
-                break
-        else:
-            raise AssertionError(f"no shared assignment: {kp.assignment()} {ck.assignment()}")
-        kp.seek_to_beginning()
-        rewind([ck])
-        seen: dict = {}
+        while time.monotonic() < deadline and not (
+                kpm.parts and ckm.parts and not kpm.parts & ckm.parts
+                and kpm.parts | ckm.parts == set(range(PARTITIONS))):
+            time.sleep(0.05)
+        kp_parts, ck_parts = kpm.parts, ckm.parts
+        assert kp_parts | ck_parts == set(range(PARTITIONS)) and not kp_parts & ck_parts, \
+            f"no shared assignment: {set(kp_parts)} {set(ck_parts)}"
+        for m in members.values():
+            m.rewind.set()
         deadline = time.monotonic() + 60
-        while len(seen) < n and time.monotonic() < deadline:
-            for tp, recs in kp.poll(100).items():
-                for r in recs:
-                    seen.setdefault((r.partition, r.offset), []).append("kafka-python")
-            m = ck.poll(0.1)
-            if m is not None and not m.error():
-                seen.setdefault((m.partition(), m.offset()), []).append("confluent")
-        assert {tp.partition for tp in kp.assignment()} == kp_parts, "the group rebalanced"
-        exactly_once(seen, n)
-        kp.commit()
+        while len(kpm.seen) + len(ckm.seen) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
-        kp.close()
-        ck.close()
+        for m in members.values():
+            m.stop.set()
+        for m in members.values():
+            m.join(30)
+    assert kpm.error is None and ckm.error is None, (kpm.error, ckm.error)
+    group_log = "".join(line for line in broker.log_text().splitlines(True)
+                        if group in line) if hasattr(broker, "log_text") else ""
+    assert (kpm.parts, ckm.parts) == (kp_parts, ck_parts), \
+        f"the group rebalanced; the broker's log of it:\n{group_log}"
+    seen: dict = {}
+    for name, m in members.items():
+        for key in m.seen:
+            seen.setdefault(key, []).append(name)
+    try:
+        exactly_once(seen, n)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nthe broker's log of the group:\n{group_log}") from None
+    kp.commit()
+    kp.close()
+    ck.close()
 
 
 def test_aiokafka_group_roundrobin(broker):
