@@ -160,7 +160,8 @@ def admin_via(c, via=None):
 
 
 def create_acls(c, bindings, via=None) -> None:
-    for f in admin_via(c, via).create_acls(bindings).values():
+    admin = admin_via(c, via)        # held until the results are in: its handle serves them
+    for f in admin.create_acls(bindings).values():
         f.result(30)
 
 
@@ -168,7 +169,8 @@ def delete_acls(c, bindings, via=None) -> None:
     from confluent_kafka.admin import AclBindingFilter
     filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
                                 b.host, b.operation, b.permission_type) for b in bindings]
-    for f in admin_via(c, via).delete_acls(filters).values():
+    admin = admin_via(c, via)
+    for f in admin.delete_acls(filters).values():
         f.result(30)
 
 
