@@ -8,7 +8,9 @@ both back in full twice (into Spark's no-op sink, so only the read is measured),
 rows/s and the ratios gregor / Parquet; the second write and read are the steady rate (the
 first also pays the session's one-time Python worker start-up and JVM warm-up, printed
 separately). gregor writes with the sink's default compression (lz4; Parquet's is snappy)
-and once more uncompressed, which is also read back. Targets (issue 24): write >= 1.0x
+and once more uncompressed, which is also read back. The same rows also go to `pynull`, a
+Python data source sink that only iterates the Arrow batches it is handed: what any Python
+sink pays before doing anything, the floor under gregor's write. Targets (issue 24): write >= 1.0x
 Parquet; read >= 2M rows/s on local[2]. Starts its own gregor broker unless --bootstrap-server
 is given. The micro-batch overhead and end-to-end latency are in bench_spark_microbatch.py.
 """
@@ -23,6 +25,26 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+_NULL_SINK = '''
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+
+class _Writer(DataSourceArrowWriter):
+    def write(self, iterator):
+        for _ in iterator:
+            pass
+        return WriterCommitMessage()
+
+
+class PyNullBatchSink(DataSource):
+    @classmethod
+    def name(cls):
+        return "pynull"
+
+    def writer(self, schema, overwrite):
+        return _Writer()
+'''
 
 
 def main() -> None:
@@ -51,7 +73,14 @@ def main() -> None:
         admin.create_topics([NewTopic(topic, args.partitions, 1)])
         admin.close()
 
+        # The `pynull` sink must be importable by Spark's Python workers.
+        (work / "bench_pynull_batch.py").write_text(_NULL_SINK)
+        os.environ["PYTHONPATH"] = f"{work}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+        sys.path.insert(0, str(work))
+        from bench_pynull_batch import PyNullBatchSink
+
         spark = new_session("gregor-bench-spark", work=work / "spark")
+        spark.dataSource.register(PyNullBatchSink)
         pad = "x" * max(0, args.value_bytes - 20)
         df = (spark.range(0, args.rows, numPartitions=args.partitions)
               .select(F.format_string("key-%d", F.col("id") % 10_000).cast("binary").alias("key"),
@@ -98,6 +127,9 @@ def main() -> None:
         admin.close()
         w_gregor_plain = timed("write gregor topic (none)",
                                lambda: write_gregor(plain_topic, "none"))
+        timed("write pynull (first)", lambda: df.write.format("pynull").mode("append").save())
+        w_null = timed("write pynull (again)",
+                       lambda: df.write.format("pynull").mode("append").save())
         def read_parquet():
             spark.read.parquet(parquet).write.format("noop").mode("overwrite").save()
 
@@ -123,6 +155,8 @@ def main() -> None:
         print(f"write ratio gregor/Parquet: {w_gregor / w_parquet:.2f}x (target >= 1.0x); first "
               f"writes (session start-up included): {w_gregor_first / w_parquet_first:.2f}x; "
               f"uncompressed (kafka.compression.type=none): {w_gregor_plain / w_parquet:.2f}x")
+        print(f"write floor: a do-nothing Python sink (pynull)/Parquet {w_null / w_parquet:.2f}x; "
+              f"gregor/pynull {w_gregor / w_null:.2f}x")
         print(f"read  ratio gregor/Parquet: {r_gregor / r_parquet:.2f}x; gregor read {r_gregor:,.0f} rows/s "
               f"(target >= 2,000,000); Parquet read {r_parquet:,.0f} rows/s; uncompressed topic "
               f"{r_gregor_plain:,.0f} rows/s")

@@ -238,8 +238,8 @@ def test_a_failed_send_fails_the_write_with_its_cause(spark, bootstrap, make_top
          .option("kafka.max.block.ms", "2000").mode("append").save())
 
 
-def _stored_codecs(bootstrap, topic):
-    """Codec ids of the record batches stored in partition 0, fetched as raw bytes."""
+def _stored_batches(bootstrap, topic):
+    """The record batches stored in partition 0, fetched as raw bytes."""
     from gregor.protocol.records.batch import decode_batches
     from tests.broker.handler_harness import fetch_body, fresp
     from tests.support.wire import WireClient
@@ -247,7 +247,29 @@ def _stored_codecs(bootstrap, topic):
     with WireClient(port) as c:
         f = fresp(c.request("Fetch", 11, fetch_body(topic, 0, max_wait_ms=500)))
     assert f["error_code"] == 0, f
-    return {b.compression for b in decode_batches(f["records"])}
+    return decode_batches(f["records"])
+
+
+def _stored_codecs(bootstrap, topic):
+    """Codec ids of the record batches stored in partition 0."""
+    return {b.compression for b in _stored_batches(bootstrap, topic)}
+
+
+def test_sink_with_acks_1_writes_without_idempotence_as_the_kafka_connector(spark, bootstrap,
+                                                                          make_topic):
+    """kafka.acks=1 turns the producer's default idempotence off quietly (Kafka 3.x's rule,
+    what Spark's connector does), rather than failing every task."""
+    df = spark.createDataFrame([(b"k%d" % i, b"value %d" % i) for i in range(100)],
+                               "key binary, value binary")
+    default, acks1 = make_topic(), make_topic()
+    for topic, extra in ((default, {}), (acks1, {"kafka.acks": "1"})):
+        (df.coalesce(1).write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+         .options(**extra).option("topic", topic).mode("append").save())
+        back = read(spark, bootstrap, topic).orderBy("offset").collect()
+        assert [(r.key, r.value) for r in back] == [(b"k%d" % i, b"value %d" % i)
+                                                    for i in range(100)]
+    assert all(b.producer_id >= 0 for b in _stored_batches(bootstrap, default))   # idempotent
+    assert all(b.producer_id == -1 for b in _stored_batches(bootstrap, acks1))
 
 
 def test_sink_compresses_with_lz4_unless_told_otherwise(spark, bootstrap, make_topic):
