@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Iterable
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ..group.store_errors import STORE_ERRORS
 from . import log_records
 from .state import (IDLE, NO_PRODUCER_EPOCH, IllegalTransition, TxnMetadata, TxnState,
                     TxnTransit, is_epoch_exhausted)
@@ -37,17 +38,6 @@ log = logging.getLogger("gregor.broker.txn")
 E = ErrorCode
 S = TxnState
 TOPIC = "__transaction_state"
-# What a failed write of the transaction log means to the client (Kafka's mapping): the
-# partition is not ours any more -> NOT_COORDINATOR; it is ours but cannot take the write now
-# -> COORDINATOR_NOT_AVAILABLE; anything else is a bug on our side.
-_APPEND_ERRORS = {
-    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
-    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
-    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
-}
 # Marker write errors after which the partition is simply left out (it no longer exists).
 _MARKER_GIVE_UP = {E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_TOPIC_EXCEPTION}
 
@@ -160,7 +150,7 @@ class TransactionCoordinator:
         except KafkaError as e:
             if md.pending is t:
                 md.abandon_transition()
-            return _APPEND_ERRORS.get(e.code, E.UNKNOWN_SERVER_ERROR)
+            return STORE_ERRORS.get(e.code, E.UNKNOWN_SERVER_ERROR)
         except Exception:
             log.exception("writing the state of %r failed", md.transactional_id)
             if md.pending is t:
