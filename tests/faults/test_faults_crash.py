@@ -26,6 +26,11 @@ TOTAL = 30_000        # records each producer tries to send
 CHUNK = 200           # records per burst; bursts are paced so the kill lands mid-stream
 PACE_S = 0.01
 KILLS_AT_ACKS = (4_000, 12_000)  # two crashes per run: one early, one with the log warm
+# At most this many records are sent and not yet answered: acknowledgements then climb
+# steadily, so each kill lands with records in flight and some are left to send after the
+# last one (unbounded, a producer queued every record while the broker restarted and one
+# answer acknowledged them all before the last kill).
+WINDOW = 2_000
 PARTITIONS = 2
 # Bounds that only stop a hung test (the producer retries through the restart).
 WAIT_S = 120.0
@@ -194,6 +199,10 @@ def test_kill_9_while_producing_loses_no_acknowledged_record(tmp_path, case):
 
         def send_all():
             for start in range(0, TOTAL, CHUNK):
+                deadline = time.monotonic() + WAIT_S
+                while (start - acks_box.count() - len(acks_box.failed) > WINDOW
+                       and time.monotonic() < deadline):
+                    pump()
                 for i in range(start, min(start + CHUNK, TOTAL)):
                     send(i)
                 time.sleep(PACE_S)
