@@ -9,6 +9,8 @@ Loads (each on a fresh topic; large produce requests as issue 4's send_batch mak
   (4 in flight) by a client that costs next to nothing: one uncompressed 1 MiB batch of 8,700
   records (10 B keys, 100 B values) per partition per request, acks=1 (or acks=all). This is
   the broker's own cost, without the client's CPU competing on this 2-core machine.
+  raw-1p-lz4: the same records in an lz4 batch (as the Spark sink sends them): the broker
+  decompresses each batch to check its records.
 - send_batch-1p / send_batch-6p: gregor's Producer.send_batch (chunks of 50,000 records,
   acks=1, linger 5 ms) as benchmarks/bench_producer.py runs it; the client shares the CPU.
 
@@ -45,6 +47,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_producer import Latency, create_topic, make_data, run_gregor_send_batch  # noqa: E402
 
 from gregor.protocol import messages  # noqa: E402
+from gregor.protocol.compression import LZ4, NONE  # noqa: E402
 from gregor.protocol.header import decode_response, encode_request  # noqa: E402
 from gregor.protocol.records.batch import encode_batch  # noqa: E402
 from tests.support.broker import BrokerProcess  # noqa: E402
@@ -152,9 +155,11 @@ BROKERS = {
 
 # -- loads -----------------------------------------------------------------------------------
 
-def produce_frame(topic: str, partitions: int, acks: int) -> bytes:
+def produce_frame(topic: str, partitions: int, acks: int, compression: int = NONE) -> bytes:
     now = int(time.time() * 1000)
-    batch = encode_batch([(now, b"%010d" % i, b"v" * 100) for i in range(RECORDS_PER_BATCH)])
+    # values differ (as a sink's rows do) so an lz4 batch is not one long run
+    batch = encode_batch([(now, b"%010d" % i, b"%020d" % i + b"v" * 80)
+                          for i in range(RECORDS_PER_BATCH)], compression=compression)
     request = {"transactional_id": None, "acks": acks, "timeout_ms": 30_000,
                "topic_data": [{"name": topic, "partition_data": [
                    {"index": p, "records": batch} for p in range(partitions)]}]}
@@ -193,9 +198,10 @@ def _check_produce(response: bytes) -> None:
                                    f"error {p['error_code']} {p['error_message']}")
 
 
-def raw_load(bootstrap: str, topic: str, partitions: int, records: int, acks: int) -> int:
+def raw_load(bootstrap: str, topic: str, partitions: int, records: int, acks: int,
+             compression: int = NONE) -> int:
     """Send the same request until `records` records are acknowledged; returns the count."""
-    frame = produce_frame(topic, partitions, acks)
+    frame = produce_frame(topic, partitions, acks, compression)
     per_request = RECORDS_PER_BATCH * partitions
     requests = -(-records // per_request)
     host, port = bootstrap.rsplit(":", 1)
@@ -210,8 +216,13 @@ def send_batch_load(bootstrap: str, topic: str, partitions: int, records: int, _
     return records
 
 
+def raw_lz4_load(bootstrap: str, topic: str, partitions: int, records: int, acks: int) -> int:
+    return raw_load(bootstrap, topic, partitions, records, acks, LZ4)
+
+
 LOADS = {
     "raw-1p": (raw_load, 1, 1),
+    "raw-1p-lz4": (raw_lz4_load, 1, 1),
     "raw-6p": (raw_load, 6, 1),
     "raw-1p-acks-all": (raw_load, 1, -1),
     "send_batch-1p": (send_batch_load, 1, 1),

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -46,14 +48,20 @@ def _span(offsets, valid, i):
     return 0, -1
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _put_field(out, p, data, start, length):
-    """A length varint (-1 = null), then the bytes."""
-    p = _put_varint(out, p, length)
-    if length > 0:
-        out[p:p + length] = data[start:start + length]
-        p += length
-    return p
+@intrinsic
+def _copy_bytes(typingctx, dst, dst_pos, src, src_pos, n):
+    """dst[dst_pos:dst_pos + n] = src[src_pos:src_pos + n] as one memcpy (the caller has
+    checked the bounds). Numba's slice assignment copies byte by byte."""
+    sig = types.void(dst, types.intp, src, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        d, d_pos, s, s_pos, count = args
+        darr = context.make_array(signature.args[0])(context, builder, d)
+        sarr = context.make_array(signature.args[2])(context, builder, s)
+        cgutils.raw_memcpy(builder, builder.gep(darr.data, [d_pos]),
+                           builder.gep(sarr.data, [s_pos]), count, 1)
+        return context.get_dummy_value()
+    return sig, codegen
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -83,22 +91,40 @@ def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out
     """Write the records section of headerless records into out (records_size bytes);
     return the bytes written. Record j is row
     rows[j] of the columns (so a selection needs no copy of the columns first); tdelta[j] is
-    its timestamp minus the batch's base timestamp; offset deltas are 0, 1, 2, ..."""
+    its timestamp minus the batch's base timestamp; offset deltas are 0, 1, 2, ...
+
+    Two passes: the varints first, noting where each key and value goes, then the bytes.
+    Interleaved, each record's copy stalled behind the byte-wise varint stores around it:
+    one pass took 80 ns a record of 110 B, two passes 12 (benchmarks/bench_encode_kernel.py)."""
+    n = len(rows)
+    key_at = np.empty(n, dtype=np.int64)
+    value_at = np.empty(n, dtype=np.int64)
     p = 0
-    for j in range(len(rows)):
+    for j in range(n):
         i = rows[j]
-        ka, kl = _span(koffs, kvalid, i)
-        va, vl = _span(voffs, vvalid, i)
+        kl = _span(koffs, kvalid, i)[1]
+        vl = _span(voffs, vvalid, i)[1]
         td = tdelta[j]
         body = _record_body_size(kl, vl, td, j)
         p = _put_varint(out, p, body)
         out[p] = 0                     # attributes
         p = _put_varint(out, p + 1, td)
         p = _put_varint(out, p, j)
-        p = _put_field(out, p, kdata, ka, kl)
-        p = _put_field(out, p, vdata, va, vl)
+        p = _put_varint(out, p, kl)
+        key_at[j] = p
+        p = _put_varint(out, p + max(kl, 0), vl)
+        value_at[j] = p
+        p += max(vl, 0)
         out[p] = 0                     # header count
         p += 1
+    for j in range(n):
+        i = rows[j]
+        ka, kl = _span(koffs, kvalid, i)
+        va, vl = _span(voffs, vvalid, i)
+        if kl > 0:
+            _copy_bytes(out, key_at[j], kdata, ka, kl)
+        if vl > 0:
+            _copy_bytes(out, value_at[j], vdata, va, vl)
     return p
 
 

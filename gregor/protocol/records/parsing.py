@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..compression import NONE, decompress
 from ..primitives import DecodeError, decode_varint
+from ..scratch_decompress import decompress_transient
 from .errors import CorruptRecordsError
 from .header import HEADER_SIZE, BatchHeader, compute_crc, parse_header
 
@@ -28,13 +29,18 @@ def complete_batch_at(buf, pos: int, *, verify_crc: bool = True) -> BatchHeader:
     return h
 
 
-def records_section(buf, pos: int, h: BatchHeader, max_decompressed: int) -> bytes:
-    """The (decompressed) records bytes of the batch at pos."""
+def records_section(buf, pos: int, h: BatchHeader, max_decompressed: int, *,
+                    transient: bool = False) -> bytes:
+    """The (decompressed) records bytes of the batch at pos. transient=True: the caller
+    only reads them before its thread's next such call (scratch_decompress), and may get
+    a read-only memoryview."""
     view = memoryview(buf)[pos + HEADER_SIZE:pos + h.size]
     codec = h.compression
     if codec == NONE:
         return bytes(view)
     try:
+        if transient:
+            return decompress_transient(codec, view, max_decompressed)
         return decompress(codec, view, max_decompressed)
     except DecodeError as e:
         raise CorruptRecordsError(f"batch at offset {h.base_offset}: {e}") from None

@@ -94,6 +94,9 @@ def validate_batch(buf, pos: int = 0, *, from_client: bool = False,
     if h.compression == NONE and count >= VECTOR_MIN_RECORDS:
         # the vector walk reads the records in place (numpy views them; no 1 MiB copy)
         data = memoryview(buf)[pos + HEADER_SIZE:pos + h.size]
+    elif h.compression != NONE:
+        # only read here: decompressed into this thread's reused buffer where possible
+        data = records_section(buf, pos, h, max_decompressed, transient=True)
     else:
         data = records_section(buf, pos, h, max_decompressed)
     walk_records(data, count, h.last_offset_delta, strict_offsets=from_client)
