@@ -4,8 +4,8 @@ Why compiled: a v2 record is a handful of varints around the key and value bytes
 Python-level loop pays ~0.3 us a record in interpreter overhead, and numpy cannot express the
 ragged copies without building per-byte index arrays. A numba loop writes a record of
 110 B in ~0.012 us. Kernels run with the GIL released (nogil), so the producer's sender
-thread keeps sending while a caller encodes the next batch. They are compiled on first use and cached on
-disk (__pycache__), so a fresh process pays ~0.15 s once, not the ~1 s compile.
+thread keeps sending while a caller encodes the next batch. They are compiled on first use
+and cached on disk (__pycache__), so a fresh process pays ~0.15 s once, not the ~1 s compile.
 
 The inputs are Arrow's layout for a binary column: int32 offsets (n + 1 of them; item i is
 data[offsets[i]:offsets[i + 1]]), a uint8 data buffer, and a validity mask (False = null).
