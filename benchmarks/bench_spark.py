@@ -1,14 +1,15 @@
 """Spark <-> gregor throughput, side by side with Parquet on the same data in one run.
 
     python benchmarks/bench_spark.py [--rows 5000000] [--value-bytes 100] [--partitions 4]
-                                     [--bootstrap-server HOST:PORT]
+                                     [--rounds 3] [--bootstrap-server HOST:PORT]
 
-Writes one cached DataFrame (key, value) to a gregor topic and to Parquet twice, then reads
-both back in full twice (into Spark's no-op sink, so only the read is measured), and prints
-rows/s and the ratios gregor / Parquet; the second write and read are the steady rate (the
-first also pays the session's one-time Python worker start-up and JVM warm-up, printed
-separately). gregor writes with the sink's default compression (lz4; Parquet's is snappy)
-and once more uncompressed, which is also read back. The same rows also go to `pynull`, a
+Writes one cached DataFrame (key, value) to a gregor topic, to Parquet and to `pynull`, then
+reads the topic and the Parquet files back in full (into Spark's no-op sink, so only the read
+is measured), and prints rows/s and the ratios gregor / Parquet. The first write and read of
+each kind pay the session's one-time Python worker start-up and JVM warm-up (printed
+separately); then each runs --rounds times, taking turns, and the best round of each is the
+steady rate (medians printed too). gregor writes with the sink's default compression (lz4;
+Parquet's is snappy) and once more uncompressed, which is also read back. `pynull` is a
 Python data source sink that only iterates the Arrow batches it is handed: what any Python
 sink pays before doing anything, the floor under gregor's write. Targets (issue 24): write >= 1.0x
 Parquet; read >= 2M rows/s on local[2]. Starts its own gregor broker unless --bootstrap-server
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -52,6 +54,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_SPARK_ROWS", 5_000_000)))
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=4, help="topic partitions = Spark partitions")
+    ap.add_argument("--rounds", type=int, default=3, help="steady-state rounds of each write "
+                    "and read (the best counts)")
     ap.add_argument("--bootstrap-server", default=None)
     args = ap.parse_args()
 
@@ -106,30 +110,39 @@ def main() -> None:
                 w = w.option("kafka.compression.type", compression)
             w.mode("append").save()
 
-        # Each write also runs twice, for the same reason as the reads below: the first gregor
-        # write of a session pays Spark's one-time Python worker start-up. The second writes
-        # go to a second topic and a second Parquet directory; the reads use the first ones.
+        # The first write of each kind pays the session's one-time costs (Spark starts its
+        # Python workers, the JVM compiles its paths); after it, each kind writes --rounds
+        # times, taking turns, each time to a fresh topic or directory, and the best round
+        # of each is the steady rate (this machine is shared: one round of one kind can land
+        # on a busy moment; the medians are printed too).
         w_parquet_first = timed("write Parquet (first)",
                                 lambda: df.write.mode("overwrite").parquet(parquet))
         w_gregor_first = timed("write gregor topic (first)", lambda: write_gregor(topic))
-        again = f"{topic}-again"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(again, args.partitions, 1)])
-        admin.close()
-        w_parquet = timed("write Parquet (again)",
-                          lambda: df.write.mode("overwrite").parquet(str(work / "again.parquet")))
-        w_gregor = timed("write gregor topic (again)", lambda: write_gregor(again))
-        # The sink compresses with lz4 unless told otherwise (as Parquet compresses with
-        # snappy); the same write uncompressed is shown beside it.
-        plain_topic = f"{topic}-none"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(plain_topic, args.partitions, 1)])
-        admin.close()
-        w_gregor_plain = timed("write gregor topic (none)",
-                               lambda: write_gregor(plain_topic, "none"))
         timed("write pynull (first)", lambda: df.write.format("pynull").mode("append").save())
-        w_null = timed("write pynull (again)",
-                       lambda: df.write.format("pynull").mode("append").save())
+        rates: dict[str, list[float]] = {}
+        for r in range(args.rounds):
+            again, plain_topic = f"{topic}-again{r}", f"{topic}-none{r}"
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            admin.create_topics([NewTopic(t, args.partitions, 1) for t in (again, plain_topic)])
+            admin.close()
+            out = str(work / f"again{r}.parquet")
+            rates.setdefault("parquet", []).append(timed(
+                f"write Parquet (round {r + 1})", lambda: df.write.mode("overwrite").parquet(out)))
+            rates.setdefault("gregor", []).append(timed(
+                f"write gregor topic (round {r + 1})", lambda: write_gregor(again)))
+            rates.setdefault("pynull", []).append(timed(
+                f"write pynull (round {r + 1})",
+                lambda: df.write.format("pynull").mode("append").save()))
+            # The sink compresses with lz4 unless told otherwise (as Parquet compresses with
+            # snappy); the same write uncompressed is shown beside it.
+            rates.setdefault("none", []).append(timed(
+                f"write gregor uncompressed ({r + 1})", lambda: write_gregor(plain_topic, "none")))
+            if r > 0:
+                shutil.rmtree(work / f"again{r - 1}.parquet", ignore_errors=True)
+        w_parquet, w_gregor, w_null, w_gregor_plain = (
+            max(rates[k]) for k in ("parquet", "gregor", "pynull", "none"))
+        plain_topic = f"{topic}-none0"
+
         def read_parquet():
             spark.read.parquet(parquet).write.format("noop").mode("overwrite").save()
 
@@ -138,20 +151,29 @@ def main() -> None:
              .option("subscribe", from_topic).load().write.format("noop").mode("overwrite")
              .save())
 
-        # Each read runs twice. The first gregor read of a session also pays one-time costs that
-        # are not throughput: Spark starts a Python daemon per worker kind (planning, reading),
-        # each importing pyspark, pyarrow and gregor, and the JVM compiles its Arrow-to-row path
-        # (several seconds on 2 cores, ~7 s for a first query of 4 rows). The second read
-        # is the steady rate that the target and the ratio use; both are printed.
+        # The first gregor read of a session also pays one-time costs that are not
+        # throughput: Spark starts a Python daemon per worker kind (planning, reading), each
+        # importing pyspark, pyarrow and gregor, and the JVM compiles its Arrow-to-row path
+        # (several seconds on 2 cores, ~7 s for a first query of 4 rows). Then each read runs
+        # --rounds times, taking turns; the best round is the steady rate.
         r_parquet_first = timed("read Parquet (first)", read_parquet)
         r_gregor_first = timed("read gregor topic (first)", read_gregor)
-        r_parquet = timed("read Parquet (again)", read_parquet)
-        r_gregor = timed("read gregor topic (again)", read_gregor)
+        for r in range(args.rounds):
+            rates.setdefault("read parquet", []).append(
+                timed(f"read Parquet (round {r + 1})", read_parquet))
+            rates.setdefault("read gregor", []).append(
+                timed(f"read gregor topic (round {r + 1})", read_gregor))
+        r_parquet, r_gregor = max(rates["read parquet"]), max(rates["read gregor"])
         r_gregor_plain = timed("read gregor topic (none)", lambda: read_gregor(plain_topic))
         got = (spark.read.format("gregor").option("kafka.bootstrap.servers", bootstrap)
                .option("subscribe", topic).load().count())
         if got != n:
             print(f"  WARNING: the topic holds {got:,} records, expected {n:,}")
+        med = {k: statistics.median(v) for k, v in rates.items()}
+        print(f"best of {args.rounds} rounds; medians: write gregor/Parquet "
+              f"{med['gregor'] / med['parquet']:.2f}x, pynull/Parquet "
+              f"{med['pynull'] / med['parquet']:.2f}x, read gregor/Parquet "
+              f"{med['read gregor'] / med['read parquet']:.2f}x")
         print(f"write ratio gregor/Parquet: {w_gregor / w_parquet:.2f}x (target >= 1.0x); first "
               f"writes (session start-up included): {w_gregor_first / w_parquet_first:.2f}x; "
               f"uncompressed (kafka.compression.type=none): {w_gregor_plain / w_parquet:.2f}x")
