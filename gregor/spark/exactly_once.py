@@ -32,6 +32,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from gregor.protocol.errors import ErrorCode, error_for_code
 
+from . import worker_heap
 from .client import RecordWriter
 from .options import SinkOptions
 
@@ -96,6 +97,7 @@ def write_task(opts: SinkOptions, iterator, write_id: str) -> TaskTransaction:
         writer.abandon()
         raise
     pid, epoch = writer.prepare({progress: (batch, f"spark-batch:{batch}")}, tid)
+    worker_heap.settle()
     return TaskTransaction(writer.rows, tid, pid, epoch)
 
 

@@ -16,7 +16,7 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
-from . import offsets as off
+from . import offsets as off, worker_heap
 from .client import TopicMetadata, read_range
 from .options import OptionError, SourceOptions
 
@@ -42,11 +42,14 @@ def _as_partitions(ranges: list[off.OffsetRange]) -> list[RangePartition]:
 def _read(opts: SourceOptions, p: RangePartition):
     if not isinstance(p, RangePartition):
         # Spark hands a placeholder partition to read() when planning found nothing to read.
-        return iter(())
+        return
     rng = off.OffsetRange(p.topic, p.partition, p.start, p.end)
-    return read_range(opts.client, rng, include_headers=opts.include_headers,
-                      fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms,
-                      group_id=f"{opts.group_id}-executor" if not opts.custom_group_id else None)
+    yield from read_range(opts.client, rng, include_headers=opts.include_headers,
+                          fail_on_data_loss=opts.fail_on_data_loss,
+                          poll_timeout_ms=opts.poll_timeout_ms,
+                          group_id=f"{opts.group_id}-executor" if not opts.custom_group_id
+                          else None)
+    worker_heap.settle()
 
 
 class _UsesMetadata:

@@ -23,7 +23,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
 from pyspark.sql.types import StructType
 
 from .arrow import check_read_schema, check_sink_schema, read_ddl
-from . import exactly_once
+from . import exactly_once, worker_heap
 from .client import RecordWriter
 from .options import (OptionError, SinkOptions, parse_sink_options, parse_source_options,
                       validate_source_options, wants_headers)
@@ -92,7 +92,9 @@ def _write_task(opts: SinkOptions, iterator) -> WrittenRows:
     except BaseException:
         writer.abandon()   # closes the producer (never back to the pool); the task's error wins
         raise
-    return WrittenRows(writer.close())
+    rows = writer.close()
+    worker_heap.settle()
+    return WrittenRows(rows)
 
 
 class GregorBatchWriter(DataSourceArrowWriter):
