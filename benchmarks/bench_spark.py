@@ -49,6 +49,39 @@ class PyNullBatchSink(DataSource):
 '''
 
 
+def cpu_by_kind() -> dict[int, tuple[str, float]]:
+    """{pid: (kind, CPU seconds so far)} of this process's descendants: the JVM, Spark's
+    Python workers, the gregor broker, other (Linux /proc; {} elsewhere). A process that
+    ends between two looks is left out of the difference."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    procs = {}
+    for d in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        procs[int(d)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks, cmd)
+    mine, grew = {os.getpid()}, True
+    while grew:
+        grew = False
+        for pid, (ppid, _, _) in procs.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    out = {}
+    for pid in mine - {os.getpid()}:
+        _, cpu, cmd = procs[pid]
+        kind = ("broker" if " broker " in cmd else "jvm" if "java" in cmd
+                else "python workers" if "pyspark" in cmd else "other")
+        out[pid] = (kind, cpu)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_SPARK_ROWS", 5_000_000)))
@@ -95,10 +128,17 @@ def main() -> None:
         print(f"{n:,} rows, {args.value_bytes} B values, {args.partitions} partitions, broker {bootstrap}")
 
         def timed(label, fn):
+            cpu0 = cpu_by_kind()
             t0 = time.perf_counter()
             fn()
             dt = time.perf_counter() - t0
-            print(f"  {label:<28} {dt:8.2f} s  {n / dt:12,.0f} rows/s")
+            cpu1 = cpu_by_kind()
+            spent: dict[str, float] = {}
+            for pid, (kind, cpu) in cpu1.items():
+                spent[kind] = spent.get(kind, 0.0) + cpu - cpu0.get(pid, (kind, 0.0))[1]
+            used = "  ".join(f"{k} {spent.get(k, 0.0):5.2f}"
+                             for k in ("jvm", "python workers", "broker"))
+            print(f"  {label:<28} {dt:8.2f} s  {n / dt:12,.0f} rows/s   CPU s: {used}")
             return n / dt
 
         parquet = str(work / "data.parquet")
