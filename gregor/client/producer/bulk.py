@@ -18,6 +18,17 @@ from .batch import BATCH_OVERHEAD, RECORD_OVERHEAD, ProducerBatch
 MAX_BULK_BATCH = 1024 * 1024
 # Bulk batches are encoded by send_batch's caller (see _make); False leaves it to the sender.
 ENCODE_IN_CALLER = True
+# A compressed bulk batch is sized, as Kafka's producer sizes its batches, by what it is
+# estimated to weigh on the wire: up to this many bytes of records before compression (8:1
+# fills a 1 MiB batch; the encoder's reused scratch buffer holds this much). Per batch, the
+# broker's and the consumers' costs are paid once for 8x the records: 1 MiB batches of
+# lz4 records that compress ~10:1 cost the broker ~0.2 s more CPU per 5M records
+# (benchmarks/bench_spark.py's per-process CPU).
+MAX_BULK_UNCOMPRESSED = 8 << 20
+# Sizing margin over the estimated ratio. A batch that still comes out larger than the cap
+# is encoded again as two before it is queued, and the estimate moves up at once; it moves
+# down at most by half per batch.
+RATIO_MARGIN = 1.1
 
 
 class BatchMetadata(NamedTuple):
@@ -264,7 +275,13 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
     if partition is not None and not 0 <= partition < nparts:
         raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"partition {partition} of topic {topic!r} does not exist")
-    limit = min(producer._max_request_size - 512, MAX_BULK_BATCH, producer._total_memory)
+    wire_limit = min(producer._max_request_size - 512, MAX_BULK_BATCH, producer._total_memory)
+    limit = wire_limit
+    if producer._acc.compression and ENCODE_IN_CALLER:
+        def limit():       # asked chunk by chunk: the estimate follows the batches encoded
+            ratio = producer._bulk_ratios.get(topic, 1.0) * RATIO_MARGIN
+            return max(wire_limit, min(int(wire_limit / ratio), MAX_BULK_UNCOMPRESSED,
+                                       producer._total_memory))
     key_lengths = None
     # Records grouped per partition, in input order within a partition.
     if partition is not None or nparts == 1:
@@ -286,22 +303,22 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
     batches = []
     sizes = _record_sizes(values, keys, headers, key_lengths)
     max_records = producer._acc.max_records   # batch.num.messages
+    rows = (values, keys, timestamps, headers, sizes)
     if groups is None:
         for lo, hi, size in _chunks(sizes, None, limit, max_records):
             p = producer._choose_partition(topic, None, None, nparts)
             st = producer._sticky_state.get(topic)
             if st is not None:
                 st[1] += size
-            batches.append(_make(producer, topic, p, values, keys, timestamps, headers,
-                                 lo, hi, None, size, deadline))
+            batches += _make_fitting(producer, topic, p, rows, None, lo, hi, size, deadline,
+                                     wire_limit)
             if producer._builtin:
                 producer._sticky_boundary(topic, p, nparts)
     else:
         for p, idx in groups.items():
             for lo, hi, size in _chunks(sizes, idx, limit, max_records):
-                sel = None if idx is None else idx[lo:hi]
-                batches.append(_make(producer, topic, p, values, keys, timestamps, headers,
-                                     lo, hi, sel, size, deadline))
+                batches += _make_fitting(producer, topic, p, rows, idx, lo, hi, size, deadline,
+                                         wire_limit)
     _wake_sender(producer)
     return BulkSendResult(batches)
 
@@ -381,15 +398,16 @@ def _record_sizes(values, keys, headers, key_lengths=None):
 def _chunks(sizes, indices, limit, max_records=None):
     """(lo, hi, estimated bytes) positions into `indices` (None: all records) so that each
     chunk's records plus a batch header fit `limit` (a record larger than that goes alone)
-    and a chunk holds at most `max_records` records (None: no count limit)."""
+    and a chunk holds at most `max_records` records (None: no count limit). `limit` may be
+    a function, asked again for each chunk."""
     import numpy as np
     sel = sizes if indices is None else sizes[np.asarray(indices, dtype=np.int64)]
     cum = np.cumsum(sel)
     total = len(sel)
     lo = 0
     base = 0
-    room = limit - BATCH_OVERHEAD
     while lo < total:
+        room = (limit() if callable(limit) else limit) - BATCH_OVERHEAD
         hi = int(np.searchsorted(cum, base + room, side="right"))
         hi = max(hi, lo + 1)
         if max_records is not None:
@@ -400,7 +418,42 @@ def _chunks(sizes, indices, limit, max_records=None):
         lo = hi
 
 
-def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, size, deadline):
+def _make_fitting(producer, topic, p, rows, idx, lo, hi, size, deadline, wire_limit) -> list:
+    """The batch of records lo..hi (of idx, or of all records when idx is None), queued; or,
+    when it was encoded larger than wire_limit (it compressed worse than estimated), the
+    same records as two batches, each checked the same way."""
+    values, keys, timestamps, headers, sizes = rows
+    sel = None if idx is None else idx[lo:hi]
+    b = _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, size,
+              deadline, queue=False)
+    if b.data is not None and b.compression:
+        _note_ratio(producer, topic, len(b.data), size)
+        if len(b.data) > wire_limit and hi - lo > 1:
+            import numpy as np
+            producer._pool.deallocate(b.reserved)      # never queued: its memory goes back
+            b.reserved = 0
+            mid = (lo + hi) // 2
+            out = []
+            for a, z in ((lo, mid), (mid, hi)):
+                part = sizes[a:z] if idx is None else sizes[np.asarray(idx[a:z], np.int64)]
+                out += _make_fitting(producer, topic, p, rows, idx, a, z,
+                                     int(part.sum()) + BATCH_OVERHEAD, deadline, wire_limit)
+            return out
+    producer._acc.add_batch(b)
+    _wake_sender(producer)
+    return [b]
+
+
+def _note_ratio(producer, topic: str, wire: int, records: int) -> None:
+    """Move the topic's estimated compression ratio towards what a batch came out at: up at
+    once, down by at most half (one well-compressing batch is not a trend)."""
+    seen = wire / max(records, 1)
+    est = producer._bulk_ratios.get(topic, 1.0)
+    producer._bulk_ratios[topic] = max(seen, est + 0.05) if seen > est else max(seen, est / 2)
+
+
+def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, size, deadline,
+          queue: bool = True):
     producer._pool.allocate(size, max(0.0, deadline - producer._clock()))
     acc = producer._acc
     b = ProducerBatch(topic, p, producer._clock(), size, size, acc.compression)
@@ -439,8 +492,9 @@ def _make(producer, topic, p, values, keys, timestamps, headers, lo, hi, sel, si
         # idempotence is on.
         b.close()
         acc.account_encoded(b)
-    acc.add_batch(b)
-    _wake_sender(producer)
+    if queue:
+        acc.add_batch(b)
+        _wake_sender(producer)
     return b
 
 

@@ -136,6 +136,8 @@ class Producer(TransactionalMethods):
         self._max_block = cfg["max.block.ms"] / 1000.0
         self._max_request_size = cfg["max.request.size"]
         self._total_memory = cfg["buffer.memory"]
+        # send_batch: per topic, the compressed / uncompressed size its batches came out at
+        self._bulk_ratios: dict[str, float] = {}
         self._closed = False
         self._close_lock = threading.Lock()
         self._nparts: dict[str, int] = {}

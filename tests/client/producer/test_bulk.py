@@ -86,3 +86,65 @@ def test_all_null_keys_are_sticky_per_chunk_like_no_keys():
     log = drain_all(p, net, clock)
     assert sorted(v for vals in log.values() for v in vals) == sorted(values)
     assert len([vals for vals in log.values() if vals]) > 1
+
+
+def _drain_batches(p, net, clock):
+    """Run the sender until nothing is pending; [(wire bytes, [values])] of every batch in
+    the order sent (one partition)."""
+    from tests.client.producer.fakes import batch_headers
+    sent = []
+    for _ in range(400):
+        clock.advance(0.01)
+        p._sender.run_once()
+        reqs = net.pending()
+        for req in reqs:
+            offs = {}
+            for t, part, hdr, vals in batch_headers(req):
+                offs[(t, part)] = sum(len(v) for _, v in sent)
+                sent.append((hdr.size, vals))
+            net.answer_produce(req, offsets=offs)
+        if not reqs and not p._acc.incomplete and not p._acc.stages:
+            break
+    return sent
+
+
+def test_compressed_bulk_batches_are_sized_by_their_compressed_size():
+    """Like Kafka's producer, a compressed batch is filled by its estimated size on the
+    wire: records that compress ~10:1 go 8 MiB to a batch after the first few, and no batch
+    on the wire is larger than max.request.size allows."""
+    import pyarrow as pa
+    from gregor.client.producer import bulk
+    from tests.client.producer.fakes import make_producer
+    p, net, clock = make_producer({"t": 1}, acks=1, **{"compression.type": "lz4",
+                                                       "buffer.memory": 1 << 28})
+    p.partitions_for("t")
+    values = [b"%020d" % i + b"x" * 80 for i in range(300_000)]        # 30 MiB of records
+    p.send_batch("t", pa.array(values, pa.binary()))
+    sent = _drain_batches(p, net, clock)
+    assert [v for _, vals in sent for v in vals] == values
+    wire_limit = (1 << 20) - 512
+    assert max(size for size, _ in sent) <= wire_limit
+    biggest = max(sum(len(v) for v in vals) for _, vals in sent)
+    assert biggest > 4 * bulk.MAX_BULK_BATCH, f"largest batch held {biggest} B of values"
+    assert len(sent) < 15, f"{len(sent)} batches for 30 MiB of records (1 MiB each: 30)"
+    assert p._bulk_ratios["t"] < 0.2
+
+
+def test_a_batch_that_compresses_worse_than_estimated_is_split_before_it_is_sent():
+    import os
+    import pyarrow as pa
+    from tests.client.producer.fakes import make_producer
+    p, net, clock = make_producer({"t": 1}, acks=1, **{"compression.type": "lz4",
+                                                       "buffer.memory": 1 << 28})
+    p.partitions_for("t")
+    easy = [b"%020d" % i + b"x" * 80 for i in range(100_000)]
+    p.send_batch("t", pa.array(easy, pa.binary()))
+    assert p._bulk_ratios["t"] < 0.2                  # the next batch is sized for ~10:1
+    hard = [os.urandom(100) for _ in range(100_000)]  # does not compress at all
+    result = p.send_batch("t", pa.array(hard, pa.binary()))
+    assert p._bulk_ratios["t"] > 0.9
+    sent = _drain_batches(p, net, clock)
+    assert [v for _, vals in sent for v in vals] == easy + hard
+    assert max(size for size, _ in sent) <= (1 << 20) - 512
+    assert sum(m.record_count for m in result.result(0)) == len(hard)
+    assert p._pool.available == p._pool.total        # the discarded encodings gave it back
