@@ -130,3 +130,26 @@ def test_send_batch_of_arrow_columns_read_back_by_confluent(client_broker, new_t
         want = [v.encode() if v is not None else None for k, v in zip(keys, values)
                 if expected[k] == part]
         assert offsets_in_order == want
+
+
+@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+def test_large_compressed_bulk_batches_read_back_by_real_clients(client_broker, new_topic,
+                                                                 codec):
+    """Compressed bulk batches hold up to 8 MiB of records (1 MiB on the wire): librdkafka
+    and kafka-python read them all, in order, at the offsets send_batch reported."""
+    pa = pytest.importorskip("pyarrow")
+    topic = new_topic(1)
+    n = 150_000                                     # ~15 MiB of records, ~10:1 compressible
+    values = [b"%020d" % i + b"x" * 80 for i in range(n)]
+    p = Producer({"bootstrap.servers": client_broker.bootstrap, "compression.type": codec})
+    try:
+        metas = p.send_batch(topic, pa.array(values, pa.binary())).result(120)
+    finally:
+        p.close(30)
+    assert sum(m.record_count for m in metas) == n
+    assert max(m.record_count for m in metas) * 100 > 2 << 20, "no batch beyond 2 MiB"
+    assert [m.base_offset for m in metas] == sorted(m.base_offset for m in metas)
+    for client in (ck_mod.ConfluentKafkaClient(), kp_mod.KafkaPythonClient()):
+        got = client.consume(client_broker.bootstrap, topic, 1, n)
+        assert [g.value for g in sorted(got, key=lambda g: g.offset)] == values, type(client)
+        assert [g.offset for g in got] == sorted(g.offset for g in got)
