@@ -122,13 +122,17 @@ def test_a_failed_write_leaves_no_transaction_open(spark, bootstrap, make_topic)
     that, read_committed readers of the topic would wait for the broker to time the
     transaction out (transactionTimeoutMs, 15 minutes by default)."""
     from pyspark.sql.functions import udf
+
+    from gregor.spark.client import COALESCE_BYTES
     topic = make_topic(1)
+    # The task's sink sends once COALESCE_BYTES of rows have gathered: the failing row comes
+    # after one and a half of those, and waits until records are in the topic.
+    fail_at = int(1.5 * COALESCE_BYTES / 106)     # rows of ~106 B
+    message = f"row {fail_at} fails the task"
 
     @udf("long")
     def fail_once_sent(i):
-        # The task's sink sends every ~8 MiB (COALESCE_BYTES); the row 190000 waits until
-        # records are in the topic, then fails the task.
-        if i == 190000:
+        if i == fail_at:
             import time
 
             from gregor.client.consumer import Consumer
@@ -137,13 +141,13 @@ def test_a_failed_write_leaves_no_transaction_open(spark, bootstrap, make_topic)
             while not c.end_offsets([(topic, 0)])[(topic, 0)] and time.monotonic() < deadline:
                 time.sleep(0.05)
             c.close()
-            raise RuntimeError("row 190000 fails the task")
+            raise RuntimeError(message)
         return i
-    df = spark.range(0, 200000, numPartitions=1).selectExpr(
+    df = spark.range(0, fail_at + 10000, numPartitions=1).selectExpr(
         "id", "repeat('x', 100) as pad").select(
         fail_once_sent("id").cast("string").alias("n"), "pad").selectExpr(
         "concat(n, pad) as value")
-    with pytest.raises(Exception, match="row 190000 fails the task"):
+    with pytest.raises(Exception, match=message):
         (df.write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
          .option("topic", topic).option("deliveryGuarantee", "exactly-once")
          .mode("append").save())
