@@ -2,13 +2,13 @@
 before their next call on the same thread (the broker checking a produced batch).
 
 Why: a fresh multi-MiB output per batch means fresh pages from the kernel each time, and
-on these machines the page faults, not the decompression, were the cost: a third of the
-broker's CPU while a bulk producer wrote lz4 batches (0.73 s instead of 1.07 s per 5M
-records of 110 B; benchmarks/bench_spark.py, measured per process). Kafka's broker keeps a
-per-thread buffer for the same reason.
+on these machines the page faults, not the decompression, were the cost: broker CPU per
+record of an lz4 batch 130 ns with a fresh buffer, 30-40 ns with this one
+(benchmarks/bench_broker_cpu.py --loads raw-1p-lz4, the two trees side by side).
 
-Only an LZ4 frame that states its content size takes this path (gregor's and Kafka's Java
-producers write it; a frame without it, or anything else, goes through compression.decompress).
+Only an LZ4 frame that states its content size takes this path (gregor's producer writes
+it); a frame without it (Kafka's Java producer writes none), or any other codec, goes
+through compression.decompress as before.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import cramjam
 from .compression import LZ4, decompress
 
 # The buffer a thread keeps between calls; a batch that inflates beyond it gets a one-off
-# buffer instead (the usual batch is at most 1 MiB, Kafka's default max.message.bytes).
+# buffer instead (gregor's compressed bulk batches hold at most 8 MiB of records).
 KEEP_BYTES = 8 << 20
 # An LZ4 sequence turns a byte of input into at most 255 bytes of output: a frame claiming
 # more than that of its own size is corrupt, and its claim is not allocated.

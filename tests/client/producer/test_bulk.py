@@ -89,22 +89,10 @@ def test_all_null_keys_are_sticky_per_chunk_like_no_keys():
 
 
 def _drain_batches(p, net, clock):
-    """Run the sender until nothing is pending; [(wire bytes, [values])] of every batch in
-    the order sent (one partition)."""
-    from tests.client.producer.fakes import batch_headers
+    """[(wire bytes, [values])] of every batch the producer sends, in order."""
+    from tests.client.producer.test_staging import drain_all
     sent = []
-    for _ in range(400):
-        clock.advance(0.01)
-        p._sender.run_once()
-        reqs = net.pending()
-        for req in reqs:
-            offs = {}
-            for t, part, hdr, vals in batch_headers(req):
-                offs[(t, part)] = sum(len(v) for _, v in sent)
-                sent.append((hdr.size, vals))
-            net.answer_produce(req, offsets=offs)
-        if not reqs and not p._acc.incomplete and not p._acc.stages:
-            break
+    drain_all(p, net, clock, batches=sent)
     return sent
 
 

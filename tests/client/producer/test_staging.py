@@ -10,9 +10,10 @@ from gregor.client.producer.partitioners import murmur2, to_positive
 from tests.client.producer.fakes import batch_headers, make_producer
 
 
-def drain_all(p, net, clock, offsets=None):
+def drain_all(p, net, clock, offsets=None, batches=None):
     """Run the sender until nothing is pending, answering every Produce; returns
-    {partition: [values in log order]}."""
+    {partition: [values in log order]}. batches: a list that gets (wire bytes, values) of
+    every batch, in the order sent."""
     log = {}
     for _ in range(200):
         clock.advance(0.01)
@@ -20,9 +21,11 @@ def drain_all(p, net, clock, offsets=None):
         reqs = net.pending()
         for req in reqs:
             offs = {}
-            for t, part, _hdr, vals in batch_headers(req):
+            for t, part, hdr, vals in batch_headers(req):
                 offs[(t, part)] = len(log.setdefault(part, []))
                 log[part].extend(vals)
+                if batches is not None:
+                    batches.append((hdr.size, vals))
             net.answer_produce(req, offsets=offs)
         if not reqs and not p._acc.incomplete and not p._acc.stages:
             break
