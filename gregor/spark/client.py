@@ -281,6 +281,15 @@ class RecordWriter:
         self.rows = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0
+        # Keyed rows of one topic, sorted into partitions as they arrive (partitioned.py);
+        # the other rows wait in _pending. At most one of the two holds rows at a time (the
+        # other is sent first), so each partition receives its rows in DataFrame order.
+        from . import partitioned
+        from ..client.producer import bulk
+        self._by_partition = partitioned.borrow()
+        self._by_partition_topic = None
+        self._keyed_fast_path = bulk.ENCODE_IN_CALLER and self._producer._builtin \
+            and not self._producer._ignore_keys
         if transactional:
             # Fences every earlier attempt of this task (their open transactions are aborted)
             self._producer.init_transactions()
@@ -292,16 +301,69 @@ class RecordWriter:
         produce request and per record batch (on both sides) is paid per call here."""
         if batch.num_rows == 0:
             return
+        keyed = self._keyed(batch)
+        rows = self._by_partition
+        if keyed is not None:
+            topic, keys, values = keyed
+            if self._pending:
+                self._send_pending()
+            if rows.rows and (topic != self._by_partition_topic or not rows.takes(keys, values)
+                              or rows.nbytes + batch.nbytes > COALESCE_BYTES):
+                self._send_by_partition()
+            if rows.takes(keys, values):
+                self._by_partition_topic = topic
+                rows.add(keys, values, len(self._producer.partitions_for(topic)))
+                if rows.nbytes >= COALESCE_BYTES:
+                    self._send_by_partition()
+                return
+        if rows.rows:
+            self._send_by_partition()
         self._pending.append(batch)
         self._pending_bytes += batch.nbytes
         if self._pending_bytes >= COALESCE_BYTES:
             self._send_pending()
 
+    def _keyed(self, batch: pa.RecordBatch):
+        """(topic, keys, values) when every row of the batch is partitioned by its key alone
+        into one topic (the fast path: partitioned.py); else None."""
+        if not self._keyed_fast_path:
+            return None
+        value, key, topic, partition, headers = sink_columns(batch)
+        if value is None or key is None or key.null_count or value.null_count:
+            return None
+        if partition is not None and partition.null_count != len(partition):
+            return None
+        if headers is not None and (pc.sum(pc.list_value_length(headers)).as_py() or 0) > 0:
+            return None
+        name = self._topic_option
+        if name is None:
+            if topic is None or topic.null_count:
+                return None
+            names = pc.unique(topic)
+            if len(names) != 1:
+                return None
+            name = names[0].as_py()
+        return name, key, value
+
     def _send_pending(self) -> None:
+        if self._by_partition is not None and self._by_partition.rows:
+            self._send_by_partition()
         if not self._pending:
             return
         batches, self._pending, self._pending_bytes = self._pending, [], 0
         self._send(batches[0] if len(batches) == 1 else pa.concat_batches(batches))
+
+    def _send_by_partition(self) -> None:
+        """Send the keyed rows gathered per partition; send_batch has encoded them (its
+        encoder runs in this thread) when it returns, so the buffers are free again."""
+        rows = self._by_partition
+        try:
+            for p, keys, values in rows.partitions():
+                self._results.append(self._producer.send_batch(
+                    self._by_partition_topic, values, keys=keys, partition=p))
+            self.rows += rows.rows
+        finally:
+            rows.reset()
 
     def _send(self, batch: pa.RecordBatch) -> None:
         value, key, topic, partition, headers = sink_columns(batch)
@@ -338,6 +400,7 @@ class RecordWriter:
         except BaseException:
             self.abandon()
             raise
+        self._give_back_rows()
         txn = self._producer._txn
         self._producer.close()
         return txn.producer_id, txn.producer_epoch
@@ -347,6 +410,7 @@ class RecordWriter:
         readers need not wait for the broker to time it out, then close without raising
         (the task's own error is the one to report). A transaction this cannot abort is
         aborted by the next attempt's InitProducerId, or times out."""
+        self._give_back_rows()
         try:
             if self._transactional:
                 self._producer.abort_transaction(ABANDON_TIMEOUT_S)
@@ -356,6 +420,12 @@ class RecordWriter:
             self._producer.close(ABANDON_TIMEOUT_S)   # never back to the pool
         except Exception:
             pass
+
+    def _give_back_rows(self) -> None:
+        if self._by_partition is not None:
+            from . import partitioned
+            partitioned.give_back(self._by_partition)
+            self._by_partition = None
 
     def close(self) -> int:
         """Flush, surface the first failure, and give the producer back to the pool (or close
@@ -369,6 +439,7 @@ class RecordWriter:
             healthy = True
         finally:
             self._results = []
+            self._give_back_rows()
             if healthy and not self._transactional:
                 pool.producers().give_back(self._pool_key, self._producer)
             elif self._transactional:

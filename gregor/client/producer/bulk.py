@@ -290,7 +290,7 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
         groups = None  # chunks go to partitions one after another (sticky per chunk)
     elif arrow:
         from .bulk_hash import murmur2_partitions_arrow
-        groups = _group_by_partition(murmur2_partitions_arrow(keys, nparts))
+        groups = group_by_partition(murmur2_partitions_arrow(keys, nparts))
     elif producer._builtin and None not in keys:
         key_lengths = _lengths(keys)
         groups = _group_murmur2(keys, nparts, key_lengths)
@@ -329,7 +329,7 @@ def _all_null(keys, arrow: bool) -> bool:
     return keys.null_count == len(keys) if arrow else keys.count(None) == len(keys)
 
 
-def _group_by_partition(parts) -> dict:
+def group_by_partition(parts) -> dict:
     """{partition: int64 array of indices in input order} from each record's partition."""
     import numpy as np
     # A stable sort of 16-bit keys is a radix sort in numpy (~4x faster than on int64), and

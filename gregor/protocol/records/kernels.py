@@ -128,6 +128,24 @@ def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out
     return p
 
 
+@njit(cache=True, nogil=True)
+def append_rows(src_offsets, src_data, rows, dst_offsets, dst_data, dst_count):
+    """Copy items rows[0], rows[1], ... of a column (no nulls) after the first dst_count items
+    of another (dst_offsets must have room for len(rows) more, dst_data for their bytes: the
+    caller checks); returns the new end of dst_data. The copy gathers scattered rows once,
+    while their source is fresh in cache, into rows that later read front to back."""
+    p = dst_offsets[dst_count]
+    for j in range(len(rows)):
+        i = rows[j]
+        a = src_offsets[i]
+        n = src_offsets[i + 1] - a
+        if n > 0:
+            _copy_bytes(dst_data, p, src_data, a, n)
+            p += n
+        dst_offsets[dst_count + j + 1] = p
+    return p
+
+
 class Column:
     """One binary column as the kernels take it: offsets (int32, n + 1), data (uint8), valid
     (bool, n). Built from an Arrow binary array or a list of bytes/None."""

@@ -64,8 +64,8 @@ def test_lists_take_the_arrow_path_exactly_when_they_hold_only_bytes():
 @given(st.lists(st.integers(0, 70000), min_size=1, max_size=300))
 def test_grouping_by_partition_keeps_input_order(parts):
     import numpy as np
-    from gregor.client.producer.bulk import _group_by_partition
-    groups = _group_by_partition(np.array(parts, dtype=np.int64))
+    from gregor.client.producer.bulk import group_by_partition
+    groups = group_by_partition(np.array(parts, dtype=np.int64))
     assert sorted(groups) == sorted(set(parts))
     for p, idx in groups.items():
         assert idx.tolist() == [i for i, q in enumerate(parts) if q == p]
