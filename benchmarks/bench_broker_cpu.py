@@ -10,7 +10,8 @@ Loads (each on a fresh topic; large produce requests as issue 4's send_batch mak
   records (10 B keys, 100 B values) per partition per request, acks=1 (or acks=all). This is
   the broker's own cost, without the client's CPU competing on this 2-core machine.
   raw-1p-lz4: the same records in an lz4 batch (as the Spark sink sends them): the broker
-  decompresses each batch to check its records.
+  decompresses each batch to check its records. raw-1p-lz4-java: the same, the lz4 frame
+  written as Kafka's Java producer writes it (no content size in its header).
 - send_batch-1p / send_batch-6p: gregor's Producer.send_batch (chunks of 50,000 records,
   acks=1, linger 5 ms) as benchmarks/bench_producer.py runs it; the client shares the CPU.
 
@@ -155,15 +156,33 @@ BROKERS = {
 
 # -- loads -----------------------------------------------------------------------------------
 
-def produce_frame(topic: str, partitions: int, acks: int, compression: int = NONE) -> bytes:
+def produce_frame(topic: str, partitions: int, acks: int, compression: int = NONE,
+                  sizeless_lz4: bool = False) -> bytes:
     now = int(time.time() * 1000)
     # values differ (as a sink's rows do) so an lz4 batch is not one long run
     batch = encode_batch([(now, b"%010d" % i, b"%020d" % i + b"v" * 80)
                           for i in range(RECORDS_PER_BATCH)], compression=compression)
+    if sizeless_lz4:
+        batch = java_lz4(encode_batch([(now, b"%010d" % i, b"%020d" % i + b"v" * 80)
+                                       for i in range(RECORDS_PER_BATCH)]))
     request = {"transactional_id": None, "acks": acks, "timeout_ms": 30_000,
                "topic_data": [{"name": topic, "partition_data": [
                    {"index": p, "records": batch} for p in range(partitions)]}]}
     return encode_request(PRODUCE, 8, 1, "bench-raw", request)
+
+
+def java_lz4(batch: bytes) -> bytes:
+    """An uncompressed v2 batch recompressed as Kafka's Java producer writes lz4: 64 KiB
+    independent blocks, no content size, no checksums (attributes, length and CRC redone)."""
+    import crc32c
+    import lz4.frame
+    payload = lz4.frame.compress(batch[61:], block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+                                 block_linked=False, store_size=False, content_checksum=False)
+    out = bytearray(batch[:61] + payload)
+    struct.pack_into(">i", out, 8, 49 + len(payload))
+    struct.pack_into(">h", out, 21, struct.unpack_from(">h", out, 21)[0] | LZ4)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
 
 
 def send_pipelined(sock, frame: bytes, count: int, on_response=None) -> None:
@@ -199,9 +218,9 @@ def _check_produce(response: bytes) -> None:
 
 
 def raw_load(bootstrap: str, topic: str, partitions: int, records: int, acks: int,
-             compression: int = NONE) -> int:
+             compression: int = NONE, sizeless_lz4: bool = False) -> int:
     """Send the same request until `records` records are acknowledged; returns the count."""
-    frame = produce_frame(topic, partitions, acks, compression)
+    frame = produce_frame(topic, partitions, acks, compression, sizeless_lz4)
     per_request = RECORDS_PER_BATCH * partitions
     requests = -(-records // per_request)
     host, port = bootstrap.rsplit(":", 1)
@@ -220,9 +239,15 @@ def raw_lz4_load(bootstrap: str, topic: str, partitions: int, records: int, acks
     return raw_load(bootstrap, topic, partitions, records, acks, LZ4)
 
 
+def raw_java_lz4_load(bootstrap: str, topic: str, partitions: int, records: int,
+                      acks: int) -> int:
+    return raw_load(bootstrap, topic, partitions, records, acks, LZ4, sizeless_lz4=True)
+
+
 LOADS = {
     "raw-1p": (raw_load, 1, 1),
     "raw-1p-lz4": (raw_lz4_load, 1, 1),
+    "raw-1p-lz4-java": (raw_java_lz4_load, 1, 1),
     "raw-6p": (raw_load, 6, 1),
     "raw-1p-acks-all": (raw_load, 1, -1),
     "send_batch-1p": (send_batch_load, 1, 1),

@@ -6,9 +6,10 @@ on these machines the page faults, not the decompression, were the cost: broker 
 record of an lz4 batch 130 ns with a fresh buffer, 30-40 ns with this one
 (benchmarks/bench_broker_cpu.py --loads raw-1p-lz4, the two trees side by side).
 
-Only an LZ4 frame that states its content size takes this path (gregor's producer writes
-it); a frame without it (Kafka's Java producer writes none), or any other codec, goes
-through compression.decompress as before.
+Only LZ4 takes this path. A frame that states its content size (gregor's producer writes
+it) is decompressed into exactly that much of the buffer; a frame without it (Kafka's Java
+producer and librdkafka write none) into the whole kept buffer, and one that does not fit
+there is decompressed again by compression.decompress, as are the other codecs.
 """
 from __future__ import annotations
 
@@ -44,7 +45,20 @@ def decompress_transient(codec: int, data, max_size: int):
                     return out.toreadonly()
             except cramjam.DecompressionError:
                 pass    # the bounded decoder below names what is wrong with it
+        elif claimed is None and _is_lz4_frame(data):
+            # Size unknown until decoded: the kept buffer, bounded as a claim would be. A
+            # frame that needs more fails here ("failed to write whole buffer") and goes to
+            # the bounded decoder, which also names any corruption.
+            out = _buffer(min(KEEP_BYTES, max_size, LZ4_MAX_RATIO * len(data)))
+            try:
+                return out[:cramjam.lz4.decompress_into(data, out)].toreadonly()
+            except cramjam.DecompressionError:
+                pass
     return decompress(codec, data, max_size)
+
+
+def _is_lz4_frame(data) -> bool:
+    return len(data) >= 7 and bytes(data[:4]) == _LZ4_MAGIC
 
 
 def _lz4_content_size(data) -> int | None:

@@ -96,3 +96,44 @@ def test_corrupt_lz4_is_a_decode_error():
 @pytest.mark.parametrize("codec", [GZIP, ZSTD])
 def test_other_codecs_go_through_decompress(codec):
     assert bytes(sd.decompress_transient(codec, compress(codec, DATA), 1 << 26)) == DATA
+
+
+def java_style(data: bytes) -> bytes:
+    """A frame as Kafka's Java producer writes it: 64 KiB independent blocks, no content size,
+    no checksums."""
+    return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                              store_size=False, content_checksum=False)
+
+
+def test_a_frame_without_content_size_comes_back_from_the_threads_buffer():
+    got = sd.decompress_transient(LZ4, java_style(DATA), 1 << 26)
+    assert isinstance(got, memoryview) and got.readonly and bytes(got) == DATA
+    again = sd.decompress_transient(LZ4, java_style(DATA[:1000]), 1 << 26)
+    assert again.obj is got.obj and bytes(again) == DATA[:1000]
+
+
+def test_a_sizeless_frame_larger_than_the_kept_buffer_still_decodes():
+    huge = b"q" * (sd.KEEP_BYTES + 5)
+    assert bytes(sd.decompress_transient(LZ4, java_style(huge), 1 << 26)) == huge
+
+
+def test_a_sizeless_frame_is_bounded_by_the_cap_and_by_its_own_length(monkeypatch):
+    with pytest.raises(DecodeError, match="exceeds the cap"):
+        sd.decompress_transient(LZ4, java_style(DATA), len(DATA) - 1)
+    frame = java_style(b"tiny")
+    asked = []
+    real = sd._buffer
+    monkeypatch.setattr(sd, "_buffer", lambda n: asked.append(n) or real(n))
+    assert bytes(sd.decompress_transient(LZ4, frame, 1 << 26)) == b"tiny"
+    assert asked == [sd.LZ4_MAX_RATIO * len(frame)]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "block size"])
+def test_a_damaged_sizeless_frame_is_a_decode_error(damage):
+    frame = bytearray(java_style(DATA))
+    if damage == "truncated":
+        frame = frame[:-20]
+    else:
+        frame[7 + 3] ^= 0x40           # the first block's size (after a 7-byte header)
+    with pytest.raises(DecodeError):
+        sd.decompress_transient(LZ4, bytes(frame), 1 << 26)
