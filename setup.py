@@ -1,5 +1,6 @@
 """The one build step pyproject.toml cannot declare: compiling gregor's optional Cython modules
-(send()'s fast path, the records encoder for lists, the consumer's Arrow decoder). Without Cython or a C compiler the install
+(send()'s fast path, the records encoders for lists and for Arrow columns, the consumer's
+Arrow decoder). Without Cython or a C compiler the install
 still succeeds and the Python code they shadow runs (slower; see gregor/compiled.py).
 `make test` checks that they were built."""
 from setuptools import Extension, setup
@@ -13,6 +14,8 @@ else:
         [Extension("gregor.client.producer._fastpath", ["gregor/client/producer/_fastpath.pyx"],
                    optional=True),
          Extension("gregor.protocol.records._lists", ["gregor/protocol/records/_lists.pyx"],
+                   optional=True),
+         Extension("gregor.protocol.records._columns", ["gregor/protocol/records/_columns.pyx"],
                    optional=True),
          Extension("gregor.client.consumer._arrow_decode",
                    ["gregor/client/consumer/_arrow_decode.pyx"], optional=True)],

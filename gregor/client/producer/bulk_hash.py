@@ -8,7 +8,11 @@ partitioners.murmur2 (tested).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ...compiled import load
+
+# The column loop ahead of time when built (records/_columns.pyx); else numba's, below.
+_compiled = load("gregor.protocol.records._columns")
 
 # uint32 arithmetic wraps modulo 2**32 exactly like Java's int multiply, so no masking and no
 # widening to 64 bits is needed; each step works in place on one array.
@@ -67,8 +71,27 @@ def murmur2_partitions(keys: list[bytes], num_partitions: int,
     return (murmur2_many(keys, lengths) & 0x7FFFFFFF) % num_partitions
 
 
-@njit(cache=True, nogil=True)
 def _murmur2_columns(offsets, data, num_partitions, out):
+    """out[i] = Java's default partition of key i = data[offsets[i]:offsets[i + 1]]."""
+    if _compiled is not None:
+        _compiled.murmur2_partitions(offsets, data, num_partitions, out)
+        return out
+    return _numba_murmur2_columns()(offsets, data, num_partitions, out)
+
+
+_numba_kernel = []
+
+
+def _numba_murmur2_columns():
+    """The numba loop, compiled (or loaded from its cache) on first use: numba is imported
+    only where the compiled module is missing."""
+    if not _numba_kernel:
+        from numba import njit
+        _numba_kernel.append(njit(cache=True, nogil=True)(_murmur2_loop))
+    return _numba_kernel[0]
+
+
+def _murmur2_loop(offsets, data, num_partitions, out):
     """out[i] = Java's default partition of key i = data[offsets[i]:offsets[i + 1]]."""
     m = np.uint64(0x5BD1E995)
     mask = np.uint64(0xFFFFFFFF)

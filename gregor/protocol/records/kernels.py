@@ -1,11 +1,13 @@
-"""Compiled per-record loops (numba): encoding a records section from column buffers.
+"""Compiled per-record loops: encoding a records section from column buffers, and gathering
+rows of a column, for send_batch's Arrow path and the Spark sink.
 
-Why compiled: a v2 record is a handful of varints around the key and value bytes, so any
-Python-level loop pays ~0.3 us a record in interpreter overhead, and numpy cannot express the
-ragged copies without building per-byte index arrays. A numba loop writes a record of
-110 B in ~0.012 us. Kernels run with the GIL released (nogil), so the producer's sender
-thread keeps sending while a caller encodes the next batch. They are compiled on first use
-and cached on disk (__pycache__), so a fresh process pays ~0.15 s once, not the ~1 s compile.
+The loops run compiled: from _columns.pyx when it is built (gregor/compiled.py), else from
+kernels_numba.py (numba, compiled on first use and cached). Both release the GIL, so the
+producer's sender thread keeps sending while a caller encodes the next batch. Why compiled:
+a v2 record is a handful of varints around the key and value bytes; any Python-level loop
+pays ~0.3 us a record, and numpy cannot express the ragged copies without per-byte index
+arrays. Why ahead of time when built: numba costs a fresh process ~0.5 s of CPU at its first
+call (import and start-up), paid by every new Spark Python worker on its first write.
 
 The inputs are Arrow's layout for a binary column: int32 offsets (n + 1 of them; item i is
 data[offsets[i]:offsets[i + 1]]), a uint8 data buffer, and a validity mask (False = null).
@@ -13,137 +15,53 @@ data[offsets[i]:offsets[i + 1]]), a uint8 data buffer, and a validity mask (Fals
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
-from numba.core import cgutils, types
-from numba.extending import intrinsic
+
+from ...compiled import load
+
+_compiled = load("gregor.protocol.records._columns")
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _varint_size(v):
-    # zig-zag, as uint64: for |v| >= 2**62 the shifted value does not fit an int64
-    z = np.uint64((v << 1) ^ (v >> 63))
-    n = 1
-    while z >= 0x80:
-        z >>= 7
-        n += 1
-    return n
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _put_varint(out, p, v):
-    z = np.uint64((v << 1) ^ (v >> 63))
-    while z >= 0x80:
-        out[p] = (z & 0x7F) | 0x80
-        z >>= 7
-        p += 1
-    out[p] = z
-    return p + 1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _span(offsets, valid, i):
-    """(start, length) of item i of a column; length -1 for null."""
-    if valid[i]:
-        return offsets[i], offsets[i + 1] - offsets[i]
-    return 0, -1
-
-
-@intrinsic
-def _copy_bytes(typingctx, dst, dst_pos, src, src_pos, n):
-    """dst[dst_pos:dst_pos + n] = src[src_pos:src_pos + n] as one memcpy (the caller has
-    checked the bounds). Numba's slice assignment copies byte by byte."""
-    sig = types.void(dst, types.intp, src, types.intp, types.intp)
-
-    def codegen(context, builder, signature, args):
-        d, d_pos, s, s_pos, count = args
-        darr = context.make_array(signature.args[0])(context, builder, d)
-        sarr = context.make_array(signature.args[2])(context, builder, s)
-        cgutils.raw_memcpy(builder, builder.gep(darr.data, [d_pos]),
-                           builder.gep(sarr.data, [s_pos]), count, 1)
-        return context.get_dummy_value()
-    return sig, codegen
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _record_body_size(kl, vl, td, j):
-    """Bytes of a record after its length varint: attributes, deltas, key, value, header
-    count (kl / vl -1 for null)."""
-    return (2 + _varint_size(td) + _varint_size(j) + _varint_size(kl) + max(kl, 0)
-            + _varint_size(vl) + max(vl, 0))
-
-
-@njit(cache=True, nogil=True)
-def records_size(koffs, kvalid, voffs, vvalid, rows, tdelta):
+def records_size(koffs, kvalid, voffs, vvalid, rows, tdelta) -> int:
     """Exact byte size of the records section encode_columns writes for these rows: the
     output is allocated once at its final size (never trimmed afterwards)."""
-    total = 0
-    for j in range(len(rows)):
-        i = rows[j]
-        kl = _span(koffs, kvalid, i)[1]
-        vl = _span(voffs, vvalid, i)[1]
-        body = _record_body_size(kl, vl, tdelta[j], j)
-        total += _varint_size(body) + body
-    return total
+    if _compiled is not None:
+        return _compiled.records_size(koffs, _u8(kvalid), voffs, _u8(vvalid), _i64(rows),
+                                      _i64(tdelta))
+    from .kernels_numba import records_size as numba_records_size
+    return numba_records_size(koffs, kvalid, voffs, vvalid, rows, tdelta)
 
 
-@njit(cache=True, nogil=True)
-def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out):
-    """Write the records section of headerless records into out (records_size bytes);
-    return the bytes written. Record j is row
-    rows[j] of the columns (so a selection needs no copy of the columns first); tdelta[j] is
-    its timestamp minus the batch's base timestamp; offset deltas are 0, 1, 2, ...
-
-    Two passes: the varints first, noting where each key and value goes, then the bytes.
-    Interleaved, each record's copy stalled behind the byte-wise varint stores around it:
-    one pass took 80 ns a record of 110 B, two passes 12 (benchmarks/bench_encode_kernel.py)."""
-    n = len(rows)
-    key_at = np.empty(n, dtype=np.int64)
-    value_at = np.empty(n, dtype=np.int64)
-    p = 0
-    for j in range(n):
-        i = rows[j]
-        kl = _span(koffs, kvalid, i)[1]
-        vl = _span(voffs, vvalid, i)[1]
-        td = tdelta[j]
-        body = _record_body_size(kl, vl, td, j)
-        p = _put_varint(out, p, body)
-        out[p] = 0                     # attributes
-        p = _put_varint(out, p + 1, td)
-        p = _put_varint(out, p, j)
-        p = _put_varint(out, p, kl)
-        key_at[j] = p
-        p = _put_varint(out, p + max(kl, 0), vl)
-        value_at[j] = p
-        p += max(vl, 0)
-        out[p] = 0                     # header count
-        p += 1
-    for j in range(n):
-        i = rows[j]
-        ka, kl = _span(koffs, kvalid, i)
-        va, vl = _span(voffs, vvalid, i)
-        if kl > 0:
-            _copy_bytes(out, key_at[j], kdata, ka, kl)
-        if vl > 0:
-            _copy_bytes(out, value_at[j], vdata, va, vl)
-    return p
+def encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out) -> int:
+    """Write the records section of headerless records into out (records_size bytes); return
+    the bytes written. Record j is row rows[j] of the columns (so a selection needs no copy
+    of the columns first); tdelta[j] is its timestamp minus the batch's base timestamp;
+    offset deltas are 0, 1, 2, ..."""
+    if _compiled is not None:
+        return _compiled.encode_columns(koffs, kdata, _u8(kvalid), voffs, vdata, _u8(vvalid),
+                                        _i64(rows), _i64(tdelta), out)
+    from .kernels_numba import encode_columns as numba_encode_columns
+    return numba_encode_columns(koffs, kdata, kvalid, voffs, vdata, vvalid, rows, tdelta, out)
 
 
-@njit(cache=True, nogil=True)
-def append_rows(src_offsets, src_data, rows, dst_offsets, dst_data, dst_count):
+def append_rows(src_offsets, src_data, rows, dst_offsets, dst_data, dst_count) -> int:
     """Copy items rows[0], rows[1], ... of a column (no nulls) after the first dst_count items
     of another (dst_offsets must have room for len(rows) more, dst_data for their bytes: the
-    caller checks); returns the new end of dst_data. The copy gathers scattered rows once,
-    while their source is fresh in cache, into rows that later read front to back."""
-    p = dst_offsets[dst_count]
-    for j in range(len(rows)):
-        i = rows[j]
-        a = src_offsets[i]
-        n = src_offsets[i + 1] - a
-        if n > 0:
-            _copy_bytes(dst_data, p, src_data, a, n)
-            p += n
-        dst_offsets[dst_count + j + 1] = p
-    return p
+    caller checks); returns the new end of dst_data."""
+    if _compiled is not None:
+        return _compiled.append_rows(src_offsets, src_data, _i64(rows), dst_offsets, dst_data,
+                                     dst_count)
+    from .kernels_numba import append_rows as numba_append_rows
+    return numba_append_rows(src_offsets, src_data, rows, dst_offsets, dst_data, dst_count)
+
+
+def _u8(mask: np.ndarray) -> np.ndarray:
+    """A bool mask as the uint8 view the compiled loops take (no copy)."""
+    return mask.view(np.uint8)
+
+
+def _i64(a: np.ndarray) -> np.ndarray:
+    """int64 and contiguous, as the compiled loops take them (no copy when already so)."""
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 class Column:
