@@ -129,6 +129,7 @@ ROWS: tuple[Row, ...] = (
         doc="docs/console.md#measured"),
     Row("Spark sink (lz4) and source", "Parquet write and read", "bench_spark.py",
         (("write", rf"^write ratio gregor/Parquet: {_NUM}x"),
+         ("write, median rounds", rf"^best of \d+ rounds; medians: write gregor/Parquet {_NUM}x"),
          ("read", rf"^read  ratio gregor/Parquet: {_NUM}x"),
          ("gregor read", rf"^read  ratio .*gregor read {_NUM} rows/s", "rows/s"),
          ("a do-nothing Python sink's write",
