@@ -35,36 +35,25 @@ def decompress_transient(codec: int, data, max_size: int):
     """The decompressed bytes of data, valid until this thread's next call: a read-only
     memoryview into the thread's buffer when the fast path applies, else bytes (with the
     errors and bounds of compression.decompress)."""
-    if codec == LZ4:
+    if codec == LZ4 and len(data) >= 7 and bytes(data[:4]) == _LZ4_MAGIC:
         claimed = _lz4_content_size(data)
-        if claimed is not None and claimed <= max_size and \
-                claimed <= LZ4_MAX_RATIO * len(data):
-            out = _buffer(claimed)
+        bound = min(max_size, LZ4_MAX_RATIO * len(data))
+        if claimed is None or claimed <= bound:
+            # Without a stated size, the kept buffer (bounded as a claim would be): a frame
+            # that needs more fails here ("failed to write whole buffer").
+            out = _buffer(min(KEEP_BYTES, bound) if claimed is None else claimed)
             try:
-                if cramjam.lz4.decompress_into(data, out) == claimed:
-                    return out.toreadonly()
+                n = cramjam.lz4.decompress_into(data, out)
+                if claimed is None or n == claimed:
+                    return out[:n].toreadonly()
             except cramjam.DecompressionError:
                 pass    # the bounded decoder below names what is wrong with it
-        elif claimed is None and _is_lz4_frame(data):
-            # Size unknown until decoded: the kept buffer, bounded as a claim would be. A
-            # frame that needs more fails here ("failed to write whole buffer") and goes to
-            # the bounded decoder, which also names any corruption.
-            out = _buffer(min(KEEP_BYTES, max_size, LZ4_MAX_RATIO * len(data)))
-            try:
-                return out[:cramjam.lz4.decompress_into(data, out)].toreadonly()
-            except cramjam.DecompressionError:
-                pass
     return decompress(codec, data, max_size)
 
 
-def _is_lz4_frame(data) -> bool:
-    return len(data) >= 7 and bytes(data[:4]) == _LZ4_MAGIC
-
-
 def _lz4_content_size(data) -> int | None:
-    """The content size an LZ4 frame's header states, or None (no such field, or not an
-    LZ4 frame: the full decoder reports that)."""
-    if len(data) < 15 or bytes(data[:4]) != _LZ4_MAGIC or not data[4] & 0x08:
+    """The content size an LZ4 frame's header states, or None (no such field)."""
+    if len(data) < 15 or not data[4] & 0x08:
         return None
     return struct.unpack_from("<Q", data, 6)[0]
 

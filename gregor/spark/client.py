@@ -333,7 +333,7 @@ class RecordWriter:
             return None
         if partition is not None and partition.null_count != len(partition):
             return None
-        if headers is not None and (pc.sum(pc.list_value_length(headers)).as_py() or 0) > 0:
+        if _has_headers(headers):
             return None
         name = self._topic_option
         if name is None:
@@ -376,7 +376,7 @@ class RecordWriter:
         if partition is not None and partition.null_count == n:
             partition = None
         header_lists = None
-        if headers is not None and (pc.sum(pc.list_value_length(headers)).as_py() or 0) > 0:
+        if _has_headers(headers):
             header_lists = [[(h["key"], h["value"]) for h in row] if row else []
                             for row in headers.to_pylist()]
         for t, p, idx in _groups(self._topic_option, topic, partition, n):
@@ -447,6 +447,11 @@ class RecordWriter:
             else:
                 pool.producers().discard(self._producer)
         return self.rows
+
+
+def _has_headers(headers) -> bool:
+    """Whether any row of a sink batch's `headers` column (None: no such column) has one."""
+    return headers is not None and (pc.sum(pc.list_value_length(headers)).as_py() or 0) > 0
 
 
 def _groups(topic_option, topic, partition, n):

@@ -1,5 +1,5 @@
-"""Compiled per-record loops: encoding a records section from column buffers, and gathering
-rows of a column, for send_batch's Arrow path and the Spark sink.
+"""Compiled per-record loops over binary columns: encoding a records section, gathering rows,
+hashing keys to partitions (murmur2), for send_batch's Arrow path and the Spark sink.
 
 The loops run compiled: from _columns.pyx when it is built (gregor/compiled.py), else from
 kernels_numba.py (numba, compiled on first use and cached). Both release the GIL, so the
@@ -52,6 +52,16 @@ def append_rows(src_offsets, src_data, rows, dst_offsets, dst_data, dst_count) -
                                      dst_count)
     from .kernels_numba import append_rows as numba_append_rows
     return numba_append_rows(src_offsets, src_data, rows, dst_offsets, dst_data, dst_count)
+
+
+def murmur2_partitions_columns(offsets, data, num_partitions: int, out) -> None:
+    """out[i] = Java's default partition of key i = data[offsets[i]:offsets[i + 1]]:
+    toPositive(murmur2(key)) % num_partitions."""
+    if _compiled is not None:
+        _compiled.murmur2_partitions(offsets, data, num_partitions, out)
+    else:
+        from .kernels_numba import murmur2_partitions as numba_murmur2_partitions
+        numba_murmur2_partitions(offsets, data, num_partitions, out)
 
 
 def _u8(mask: np.ndarray) -> np.ndarray:

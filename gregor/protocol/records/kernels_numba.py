@@ -143,3 +143,37 @@ def append_rows(src_offsets, src_data, rows, dst_offsets, dst_data, dst_count):
             p += n
         dst_offsets[dst_count + j + 1] = p
     return p
+
+
+@njit(cache=True, nogil=True)
+def murmur2_partitions(offsets, data, num_partitions, out):
+    """out[i] = Java's default partition of key i = data[offsets[i]:offsets[i + 1]]."""
+    m = np.uint64(0x5BD1E995)
+    mask = np.uint64(0xFFFFFFFF)
+    for i in range(len(out)):
+        a = offsets[i]
+        length = offsets[i + 1] - a
+        h = np.uint64(0x9747B28C ^ length) & mask
+        n4 = length & ~3
+        for j in range(a, a + n4, 4):
+            k = (np.uint64(data[j]) | (np.uint64(data[j + 1]) << np.uint64(8))
+                 | (np.uint64(data[j + 2]) << np.uint64(16))
+                 | (np.uint64(data[j + 3]) << np.uint64(24)))
+            k = (k * m) & mask
+            k ^= k >> np.uint64(24)
+            k = (k * m) & mask
+            h = ((h * m) & mask) ^ k
+        rem = length & 3
+        t = a + n4
+        if rem == 3:
+            h ^= np.uint64(data[t + 2]) << np.uint64(16)
+        if rem >= 2:
+            h ^= np.uint64(data[t + 1]) << np.uint64(8)
+        if rem >= 1:
+            h ^= np.uint64(data[t])
+            h = (h * m) & mask
+        h ^= h >> np.uint64(13)
+        h = (h * m) & mask
+        h ^= h >> np.uint64(15)
+        out[i] = np.int64(h & np.uint64(0x7FFFFFFF)) % num_partitions
+    return out
