@@ -141,10 +141,13 @@ class Log:
                     continue
                 pos = seg.position_of(start)[0] if start > seg.base_offset else 0
                 for at, h in seg.iter_headers(pos):
-                    if h.is_control and h.producer_id >= 0:
-                        self._index_aborts(seg, os.pread(seg.fd, h.size, at), [(0, h)],
-                                           replay=True)
-                    self._producers.replay(h)
+                    abort = (h.is_control and h.producer_id >= 0
+                             and bool(abort_markers(os.pread(seg.fd, h.size, at), [(0, h)])))
+                    done = self._producers.replay(h, abort=abort)
+                    if done is not None:
+                        # re-adds an entry a crash lost, mends one written wrong
+                        self.txn_index.put(seg.base_offset, done.producer_id, done.first_offset,
+                                           done.last_offset, done.last_stable_offset)
                     replayed += 1
             if replayed and not clean:
                 log.info("log %s: rebuilt producer state from %s plus %d batches", self.dir,
@@ -263,9 +266,11 @@ class Log:
                 set_log_append_time(buf, pos, h.size, now)
                 h.max_timestamp = now
                 h.attributes |= TIMESTAMP_TYPE_BIT
-        staged = producers.stage(headers, validate=assign_offsets,
-                                 check_sequence=check_sequence)
         has_control = any(h.is_control for h in headers)
+        aborted: list = []
+        aborts = {off for _, off in abort_markers(buf, batches)} if has_control else ()
+        staged = producers.stage(headers, validate=assign_offsets,
+                                 check_sequence=check_sequence, aborts=aborts, aborted=aborted)
         max_ts = (headers[0].max_timestamp if len(headers) == 1
                   else max(h.max_timestamp for h in headers))
         try:
@@ -274,8 +279,9 @@ class Log:
         except OSError as e:
             raise KafkaStorageError(f"writing to {self.dir} failed: {e}; check the disk "
                                     f"(space, permissions) and restart the broker") from e
-        if has_control:
-            self._index_aborts(seg, buf, batches, replay=False)
+        for done in aborted:        # the segment just written holds every marker of buf
+            self.txn_index.append(seg.base_offset, done.producer_id, done.first_offset,
+                                  done.last_offset, done.last_stable_offset)
         producers.commit(staged)
         epochs = self.leader_epochs
         for h in headers:
@@ -287,18 +293,6 @@ class Log:
             self.sync(now)
         return AppendInfo(headers[0].base_offset, next_offset - 1, log_append_time,
                           self._log_start, False, max_ts, records)
-
-    def _index_aborts(self, seg: Segment, buf, batches, *, replay: bool) -> None:
-        """Record the ABORT markers among these batches in the aborted-transaction index
-        (before the producer state forgets where their transactions began)."""
-        for pid, marker_offset in abort_markers(buf, batches):
-            entry = self._producers.get(pid)
-            first = entry.txn_first_offset if entry is not None else -1
-            if first < 0 or (replay and self.txn_index.contains(pid, marker_offset)):
-                continue
-            fuo = self._producers.first_unstable_offset()
-            self.txn_index.append(seg.base_offset, pid, first, marker_offset,
-                                  marker_offset + 1 if fuo is None or fuo == first else fuo)
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the earliest transaction still open, or None."""

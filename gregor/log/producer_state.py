@@ -58,6 +58,17 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclass(slots=True, frozen=True)
+class CompletedTxn:
+    """An aborted transaction as its ABORT marker closed it: what its `.txnindex` entry holds.
+    last_stable_offset is the first offset of the earliest transaction of another producer
+    still open at the marker, else the marker's offset + 1."""
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
 @dataclass(slots=True)
 class ProducerStateEntry:
     producer_id: int
@@ -149,9 +160,16 @@ class ProducerStateManager:
         return entry.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
 
     def stage(self, headers: list[BatchHeader], *, validate: bool,
-              check_sequence: bool = True) -> dict[int, ProducerStateEntry]:
+              check_sequence: bool = True, aborts=(),
+              aborted: list[CompletedTxn] | None = None) -> dict[int, ProducerStateEntry]:
         """Check and apply headers (offsets already assigned) to copies of the entries; the
-        live state changes only in commit(), so a rejected append leaves no trace."""
+        live state changes only in commit(), so a rejected append leaves no trace.
+
+        aborts holds the offsets of the ABORT markers among headers; each one that closes an
+        open transaction is added to `aborted`, computed from the state as it is at that
+        marker, batch by batch. A follower appends a whole fetched chunk at once, which may
+        hold a transaction's first batch, its marker and other producers' batches: the state
+        before the chunk would give the wrong first offset (or none)."""
         staged: dict[int, ProducerStateEntry] = {}
         for h in headers:
             pid = h.producer_id
@@ -164,8 +182,21 @@ class ProducerStateManager:
                 staged[pid] = updated
             if validate:
                 self._validate(h, updated, check_sequence)
+            if (h.is_control and updated.txn_first_offset >= 0 and aborted is not None
+                    and h.base_offset in aborts):
+                aborted.append(self._completed(updated, h.base_offset, staged))
             self._apply(h, updated)
         return staged
+
+    def _completed(self, entry: ProducerStateEntry, marker_offset: int,
+                   staged: dict[int, ProducerStateEntry]) -> CompletedTxn:
+        pid = entry.producer_id
+        others = [e.txn_first_offset for p, e in staged.items()
+                  if p != pid and e.txn_first_offset >= 0]
+        others += [e.txn_first_offset for p, e in self.producers.items()
+                   if p != pid and p not in staged and e.txn_first_offset >= 0]
+        return CompletedTxn(pid, entry.txn_first_offset, marker_offset,
+                            min(others) if others else marker_offset + 1)
 
     def _validate(self, h: BatchHeader, updated: ProducerStateEntry,
                   check_sequence: bool = True) -> None:
@@ -214,14 +245,19 @@ class ProducerStateManager:
     def commit(self, staged: dict[int, ProducerStateEntry]) -> None:
         self.producers.update(staged)
 
-    def replay(self, h: BatchHeader) -> None:
-        """Apply a batch already in the log (recovery), without validation."""
+    def replay(self, h: BatchHeader, *, abort: bool = False) -> CompletedTxn | None:
+        """Apply a batch already in the log (recovery), without validation. For an ABORT
+        marker (abort=True) closing an open transaction, returns that transaction."""
         if h.producer_id < 0:
-            return
+            return None
         entry = self.producers.get(h.producer_id)
         if entry is None:
             entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id)
+        done = None
+        if abort and h.is_control and entry.txn_first_offset >= 0:
+            done = self._completed(entry, h.base_offset, {})
         self._apply(h, entry)
+        return done
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers whose last batch is older than expiration_ms and that have no open

@@ -10,9 +10,11 @@ producer_id int64, first_offset int64, last_offset int64 (the marker's offset),
 last_stable_offset int64 (the partition's LSO when the marker was written).
 
 Entries are few (one per aborted transaction and partition, bounded by retention), so the
-whole index of a log is also kept in memory, sorted by last offset. A crash between writing a
-marker and its entry is repaired by recovery, which replays the batches after the last
-producer-state snapshot and re-adds the entries of the ABORT markers it meets.
+whole index of a log is also kept in memory, sorted by last offset. Entries are computed batch by
+batch from the producer state as it is at each marker (a follower's fetched chunk may hold a
+transaction's first batch and its marker). A crash between writing a marker and its entry is
+repaired by recovery, which replays the batches after the last producer-state snapshot and
+re-adds (or mends) the entries of the ABORT markers it meets.
 """
 from __future__ import annotations
 
@@ -75,14 +77,6 @@ class TxnIndex:
             self.entries.extend(kept)
         self.entries.sort()
 
-    def contains(self, producer_id: int, last_offset: int) -> bool:
-        i = bisect.bisect_left(self.entries, AbortedTxn(last_offset, -(1 << 63), 0, 0))
-        while i < len(self.entries) and self.entries[i].last_offset == last_offset:
-            if self.entries[i].producer_id == producer_id:
-                return True
-            i += 1
-        return False
-
     def append(self, segment_base: int, producer_id: int, first_offset: int,
                last_offset: int, last_stable_offset: int) -> None:
         e = AbortedTxn(last_offset, producer_id, first_offset, last_stable_offset)
@@ -91,6 +85,28 @@ class TxnIndex:
                                 last_stable_offset))
         bisect.insort(self.entries, e)
         self._segment_of[e] = segment_base
+
+    def put(self, segment_base: int, producer_id: int, first_offset: int, last_offset: int,
+            last_stable_offset: int) -> None:
+        """append() unless the same entry is there; an entry for the same marker that says
+        something else is replaced (recovery recomputed it from the log)."""
+        e = AbortedTxn(last_offset, producer_id, first_offset, last_stable_offset)
+        if e in self._segment_of:
+            return
+        stale = [x for x in self.entries
+                 if x.last_offset == last_offset and x.producer_id == producer_id]
+        if not stale:
+            self.append(segment_base, producer_id, first_offset, last_offset,
+                        last_stable_offset)
+            return
+        log.warning("%s: aborted-transaction entry %s replaced by %s, recomputed from the log",
+                    self.dir, stale[0], e)
+        touched = {self._segment_of.pop(x) for x in stale} | {segment_base}
+        self.entries = [x for x in self.entries if x not in stale]
+        bisect.insort(self.entries, e)
+        self._segment_of[e] = segment_base
+        for base in touched:
+            self._rewrite(base, [x for x in self.entries if self._segment_of.get(x) == base])
 
     def collect(self, start: int, upper: int) -> list[tuple[int, int]]:
         """(producer_id, first_offset) of aborted transactions overlapping [start, upper):

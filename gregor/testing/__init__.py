@@ -14,6 +14,7 @@ What is here (docs/testing.md has the guide and examples that run):
 - fault injection on every broker (`faults.push/delay/drop/close`, `hold`, `intercept`,
   `requests`, `limit_versions`), `TcpProxy` for network faults, `ManualClock` for the
   coordinators' timers, `ReplicationChecker` for verdicts on what was acknowledged and read;
+- `check_txn_indexes`: every replica's aborted-transaction index against what its log implies;
 - a pytest plugin (gregor.testing.plugin, registered through the pytest11 entry point).
 
 Names are imported on first use, so `import gregor.testing` (and the pytest plugin) stays cheap
@@ -40,6 +41,7 @@ _EXPORTS = {
     "DROP": "gregor.testing.request",
     "CLOSE": "gregor.testing.request",
     "WireClient": "gregor.testing.wire",
+    "check_txn_indexes": "gregor.testing.txn_index_check",
 }
 
 __all__ = sorted(_EXPORTS)
