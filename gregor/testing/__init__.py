@@ -14,6 +14,8 @@ What is here (docs/testing.md has the guide and examples that run):
 - fault injection on every broker (`faults.push/delay/drop/close`, `hold`, `intercept`,
   `requests`, `limit_versions`), `TcpProxy` for network faults, `ManualClock` for the
   coordinators' timers, `ReplicationChecker` for verdicts on what was acknowledged and read;
+- `History`, `Recorder`, `check_history`: Jepsen-style histories of client operations and a
+  checker for Kafka's anomalies (gregor.testing.history);
 - `check_txn_indexes`: every replica's aborted-transaction index against what its log implies;
 - a pytest plugin (gregor.testing.plugin, registered through the pytest11 entry point).
 
@@ -42,6 +44,9 @@ _EXPORTS = {
     "CLOSE": "gregor.testing.request",
     "WireClient": "gregor.testing.wire",
     "check_txn_indexes": "gregor.testing.txn_index_check",
+    "History": "gregor.testing.history",
+    "Recorder": "gregor.testing.history",
+    "check_history": "gregor.testing.history.checker",
 }
 
 __all__ = sorted(_EXPORTS)

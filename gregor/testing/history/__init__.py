@@ -16,7 +16,9 @@ from gregor.testing.history.op import (ASSIGN, COMPLETIONS, CRASH, FAIL, INFO, I
                                        POLL, SEND, SUBSCRIBE, TXN, Op, key, normalize_key,
                                        poll, send, split_key)
 from gregor.testing.history.recorder import PendingOp, Recorder, default_classify
+from gregor.testing.history.report import DEFAULT_ALLOWED, Report
+from gregor.testing.history.checker import ANOMALIES, check
 
-__all__ = ["History", "Op", "Recorder", "PendingOp", "default_classify", "key", "split_key",
+__all__ = ["check", "Report", "ANOMALIES", "DEFAULT_ALLOWED", "History", "Op", "Recorder", "PendingOp", "default_classify", "key", "split_key",
            "normalize_key", "send", "poll", "INVOKE", "OK", "FAIL", "INFO", "COMPLETIONS",
            "SEND", "POLL", "TXN", "ASSIGN", "SUBSCRIBE", "CRASH"]
