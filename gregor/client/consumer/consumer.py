@@ -44,6 +44,20 @@ _REFRESH_CODES = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_P
 _USE_RESET = (None, -1000, -1001)
 
 
+def _deserializer(obj, field: str):
+    """A function(topic, data) from a deserializer: an object with deserialize(topic, data)
+    (gregor.serde's, bound to the key or value field) or a callable(data)."""
+    if obj is None:
+        return None
+    bind = getattr(obj, "bind_field", None)
+    if callable(bind):
+        obj = bind(field)
+    de = getattr(obj, "deserialize", None)
+    if callable(de):
+        return de
+    return lambda topic, data: obj(data)
+
+
 class Consumer(GroupMethods):
     """Kafka consumer: assign mode, or group mode with subscribe() (group/consumer_methods.py).
     See the module docstring and docs/CONTRACTS.md."""
@@ -57,8 +71,8 @@ class Consumer(GroupMethods):
                       "returns at least one batch")
         self._read_committed = cfg["isolation.level"] == _READ_COMMITTED
         self._reset_policy = cfg["auto.offset.reset"]
-        self._key_de = cfg["key.deserializer"]
-        self._value_de = cfg["value.deserializer"]
+        self._key_de = _deserializer(cfg["key.deserializer"], "key")
+        self._value_de = _deserializer(cfg["value.deserializer"], "value")
         if network is None:
             from ..network import NetworkClient
             md = Metadata(cfg["metadata.max.age.ms"],
@@ -515,12 +529,13 @@ class Consumer(GroupMethods):
         out = []
         for r in records:
             try:
-                key = kd(r.key) if kd is not None and r.key is not None else r.key
+                key = kd(r.topic, r.key) if kd is not None and r.key is not None else r.key
             except Exception as e:
                 raise ClientError(f"key.deserializer failed on {r.topic}-{r.partition} offset "
                                   f"{r.offset}: {e}") from e
             try:
-                value = vd(r.value) if vd is not None and r.value is not None else r.value
+                value = (vd(r.topic, r.value) if vd is not None and r.value is not None
+                         else r.value)
             except Exception as e:
                 raise ClientError(f"value.deserializer failed on {r.topic}-{r.partition} "
                                   f"offset {r.offset}: {e}") from e

@@ -56,6 +56,9 @@ def _serializer(obj, key: str):
     if obj is None:
         return None
     obj = _instantiate(obj, key)
+    bind = getattr(obj, "bind_field", None)     # gregor.serde: the key's subject differs
+    if callable(bind):
+        obj = bind("key" if key.startswith("key") else "value")
     ser = getattr(obj, "serialize", None)
     if callable(ser):
         return ser
