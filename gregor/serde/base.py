@@ -130,6 +130,7 @@ class BaseSerializer(Serde):
     def serialize(self, topic: str, value) -> bytes | None:
         if value is None:
             return None
+        self.precheck(value)
         sid, state = self._writer_for(topic)
         return self.encode(value, sid, state)
 
@@ -139,12 +140,16 @@ class BaseSerializer(Serde):
         ctx = _context(ctx, self.field)
         if ctx is None:
             raise TypeError("a SerializationContext (topic, field) is needed to pick the subject")
+        self.precheck(obj)
         sub = self._strategy(ctx, self.record_name())
         got = self._ids.get(sub)
         if got is None:
             with self._lock:
                 got = self._ids.setdefault(sub, self._resolve(sub))
         return self.encode(obj, *got)
+
+    def precheck(self, value) -> None:
+        """Refuse a value before any registry call (a bad value registers nothing)."""
 
     def encode(self, value, schema_id: int, state) -> bytes:
         raise NotImplementedError

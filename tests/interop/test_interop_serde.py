@@ -104,3 +104,40 @@ def test_avro_confluent_producer_to_gregor_consumer(target, topic_name, registry
                          **{"value.deserializer": AvroDeserializer(registry),
                             "key.deserializer": AvroDeserializer(registry)})
     assert got == [(f"k{i}", v) for i, v in enumerate(VALUES)]
+
+
+ORDER = json.dumps({"title": "Order", "type": "object",
+                    "properties": {"id": {"type": "integer"}, "item": {"type": "string"}},
+                    "required": ["id", "item"]})
+ORDERS = [{"id": i, "item": f"item-{i}"} for i in range(10)]
+
+
+def test_json_both_ways(target, topic_name, registry):
+    from confluent_kafka.schema_registry import json_schema as ck_json
+    from gregor.serde.json_schema import JSONDeserializer, JSONSerializer
+    gregor_produce(target.bootstrap, topic_name, [(None, v) for v in ORDERS],
+                   **{"value.serializer": JSONSerializer(ORDER, registry)})
+    ck_produce(target.bootstrap, topic_name, [(None, v) for v in ORDERS],
+               ck_json.JSONSerializer(ORDER, registry))
+    theirs = ck_consume(target.bootstrap, topic_name, 20, ck_json.JSONDeserializer(ORDER))
+    ours = gregor_consume(target.bootstrap, topic_name, 20, **{
+        "value.deserializer": JSONDeserializer(schema_registry_client=registry)})
+    assert [v for _, v in theirs] == [v for _, v in ours] == ORDERS * 2
+
+
+def test_protobuf_both_ways(target, topic_name, registry):
+    from confluent_kafka.schema_registry import protobuf as ck_proto
+    from gregor.serde.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from tests.serde.proto_messages import Address, User
+    users = [User(name=f"u{i}", age=i, home=Address(city="Oslo")) for i in range(10)]
+    gregor_produce(target.bootstrap, topic_name, [(None, u) for u in users],
+                   **{"value.serializer": ProtobufSerializer(User, registry)})
+    ck_produce(target.bootstrap, topic_name, [(None, u) for u in users],
+               ck_proto.ProtobufSerializer(User, registry, {"use.deprecated.format": False}))
+    theirs = ck_consume(target.bootstrap, topic_name, 20,
+                        ck_proto.ProtobufDeserializer(User, {"use.deprecated.format": False}))
+    ours = gregor_consume(target.bootstrap, topic_name, 20, **{
+        "value.deserializer": ProtobufDeserializer(schema_registry_client=registry)})
+    assert [v for _, v in theirs] == users * 2
+    assert [(v.name, v.age, v.home.city) for _, v in ours] == [
+        (u.name, u.age, u.home.city) for u in users] * 2
