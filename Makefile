@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py $(wildcard gregor/*/*.pyx gregor/*/*/*.pyx)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,spark,console]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install -q -e '.[test,demo,console]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -51,8 +51,8 @@ def command(bootstrap, listen, read_only, token, metrics_url, props, lag_interva
         from ..console.app import create_app
         from ..console.security import LOOPBACK_HOSTS
     except ImportError as e:
-        raise click.ClickException(f"the console needs its extra: pip install 'gregor[console]' "
-                                   f"({e})")
+        raise click.ClickException("the console needs its extra: "
+                                   f"pip install 'gregor-kafka[console]' ({e})")
     host, port = _listen(listen)
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="--token")

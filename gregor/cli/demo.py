@@ -30,8 +30,8 @@ def command(output, bootstrap, limit, max_offsets_per_trigger, partitions, broke
     try:
         from gregor.demo.run import run_demo
     except ImportError as e:
-        raise click.ClickException(f"the demo needs the spark extra ({e.name} is missing): "
-                                   "pip install 'gregor[spark]'") from None
+        raise click.ClickException(f"the demo needs the demo extra ({e.name} is missing): "
+                                   "pip install 'gregor-kafka[demo]'") from None
     if brokers > 1 and bootstrap:
         raise click.BadParameter("--brokers starts a local cluster; it cannot be combined "
                                  "with --bootstrap-server", param_hint="--brokers")

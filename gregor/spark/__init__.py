@@ -8,9 +8,19 @@ from __future__ import annotations
 
 def register(spark) -> None:
     """Register `format("gregor")` on this SparkSession (needed only when the automatic
-    registration through the installed `pyspark_gregor` module is not available)."""
+    registration through the installed `pyspark_gregor` module is not available), and warn in
+    one line when the session's Python workers cannot import gregor (python_workers.py)."""
+    from .python_workers import check_workers
     from .source import GregorDataSource
     spark.dataSource.register(GregorDataSource)
+    check_workers(spark)
+
+
+def session(builder=None, *, master=None, app_name=None, conf=None):
+    """A SparkSession whose Python workers run the interpreter gregor runs in (unless
+    spark.pyspark.python or PYSPARK_PYTHON is set), where `format("gregor")` is found."""
+    from .python_workers import session as make
+    return make(builder, master=master, app_name=app_name, conf=conf)
 
 
 def to_topic(options=None, **more):
@@ -20,4 +30,4 @@ def to_topic(options=None, **more):
     return make(options, **more)
 
 
-__all__ = ["register", "to_topic"]
+__all__ = ["register", "session", "to_topic"]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("pyspark", reason="the Spark tests need pyspark (pip install 'gregor[spark]')")
+pytest.importorskip("pyspark", reason="the Spark tests need pyspark (pip install 'gregor-kafka[spark]')")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("the Spark tests need a Java runtime (java on PATH or JAVA_HOME)", allow_module_level=True)
 
