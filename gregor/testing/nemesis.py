@@ -8,7 +8,8 @@
 The plan (sans-I/O) is a list of Steps, one fault at a time, separated by gaps: a quiet start,
 then faults drawn from FAULTS (kill -9 and restart; SIGSTOP shorter and longer than the
 ZooKeeper session; a broker isolated; the leader cut from ZooKeeper only, so clients still
-reach it (a zombie leader); the leader cut from its followers only; the controller cut from
+reach it (a zombie leader); the leader cut from its followers only, or from them and
+ZooKeeper while clients reach it; the controller cut from
 ZooKeeper; ZooKeeper cut from every broker; a majorities ring; a one-way cut; ZooKeeper paused
 or killed and restarted) or a quiet period, and at the end a heal of everything. Durations are
 multiples of the session timeout, so "longer than the session" stays true whatever it is set to.
@@ -29,6 +30,7 @@ FAULTS = {
     "kill": 3, "pause-short": 2, "pause-long": 3, "isolate": 3, "zombie-leader": 3,
     "leader-from-followers": 3, "controller-from-zk": 2, "zk-from-everyone": 2,
     "majorities-ring": 2, "one-way": 2, "zk-pause": 1, "zk-restart": 1, "quiet": 6,
+    "leader-alone": 2,
 }
 ROLES = ("leader", "controller", "any")
 
@@ -81,7 +83,7 @@ def _length(fault: str, session_s: float, rng: random.Random) -> float:
 
 
 def _role(fault: str, rng: random.Random) -> str:
-    if fault in ("zombie-leader", "leader-from-followers", "one-way"):
+    if fault in ("zombie-leader", "leader-from-followers", "leader-alone", "one-way"):
         return "leader"
     if fault == "controller-from-zk":
         return "controller"
@@ -173,7 +175,7 @@ class Nemesis:
             with self._lock:
                 rec = self.faults[-1]
                 rec.end_mono, rec.end_wall = time.monotonic(), time.time()
-            self._event("nemesis-end", rec.line())
+            self._event("fault-stop", rec.line())
             if self._stop.is_set():
                 return
 
@@ -201,7 +203,7 @@ class Nemesis:
         rec = FaultRecord(step, target, time.monotonic(), time.time())
         with self._lock:
             self.faults.append(rec)
-        self._event("nemesis-start", rec.line())
+        self._event("fault-start", rec.line())
         return rec
 
     def _event(self, f: str, text: str) -> None:
@@ -254,6 +256,13 @@ class Nemesis:
             self._record(step, f"broker {victim}|zk")
             net.cut_both(node, "zk")
             return lambda: self._heal_pairs(node, ["zk"])
+        if f == "leader-alone":
+            # cut from ZooKeeper and its followers, clients still reach it: acks=1 writes
+            # it takes now are lost once a follower leads (Jepsen's 2013 Kafka case)
+            cut = others + ["zk"]
+            self._record(step, f"broker {victim}|{','.join(cut)}")
+            net.isolate(node, cut)
+            return lambda: self._heal_pairs(node, cut)
         if f == "leader-from-followers":
             self._record(step, f"broker {victim}|{','.join(others)}")
             net.isolate(node, others)
@@ -286,7 +295,7 @@ class Nemesis:
         for b in c.brokers:
             if not b.running:
                 b.start(60)
-        self._event("nemesis-heal", f"healed at mono {time.monotonic():.3f} "
+        self._event("heal", f"healed at mono {time.monotonic():.3f} "
                                     f"wall {time.time():.3f}")
 
     def summary(self) -> dict[str, int]:

@@ -1,0 +1,216 @@
+"""A Jepsen-style run: ZooKeeper and 3 brokers in network namespaces, clients recording a
+history while the nemesis breaks things, a heal, a final read, the checker's verdict.
+
+    python -m gregor.testing.jepsen --seed 3 --duration 120 --workload queue
+    python -m gregor.testing.jepsen --seed 3 --workload txn --clients 4
+    python -m gregor.testing.jepsen --control acks1      # must FAIL: acknowledged writes lost
+
+Needs root (network namespaces) and ZooKeeper. Prints the faults, the operations, the
+anomalies and the availability figures, then exits 0 when the history is valid and every
+replica's transaction index agrees with its log, 1 otherwise. --out DIR keeps the history
+(JSON lines), the fault log, the report and the brokers' logs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .history import History
+from .history.op import key as key_of
+from .nemesis import Nemesis, Step, schedule
+from .netcluster import CONTROL, NetnsCluster
+
+TOPIC = "jepsen"
+PARTITIONS = 4
+WORKERS = 2                   # client processes (threads) per client namespace
+CONTROLS = ("acks1", "unclean")
+
+
+@dataclass
+class RunConfig:
+    seed: int = 0
+    duration: float = 120.0
+    workload: str = "queue"            # queue | txn
+    clients: int = 4
+    session_ms: int = 3000
+    control: str | None = None         # acks1 | unclean: runs that must lose writes
+    out: str | None = None
+    log: object = print
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    report: object                     # gregor.testing.history Report
+    faults: list = field(default_factory=list)
+    index_problems: list[str] = field(default_factory=list)
+    history: History | None = None
+    recovery_s: float | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and not self.index_problems
+
+    def summary(self) -> str:
+        counts: dict[str, int] = {}
+        for rec in self.faults:
+            counts[rec.step.fault] = counts.get(rec.step.fault, 0) + 1
+        lines = [f"seed {self.config.seed}, workload {self.config.workload}, "
+                 f"control {self.config.control or 'none'}: "
+                 f"{'VALID' if self.valid else 'INVALID'}",
+                 f"faults: {len(self.faults)} ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})",
+                 f"cluster healthy {self.recovery_s} s after the heal",
+                 str(self.report),
+                 f"txn index check: {len(self.index_problems)} problem(s)"]
+        lines += [f"  {p}" for p in self.index_problems[:10]]
+        return "\n".join(lines)
+
+
+def broker_settings(cfg: RunConfig) -> dict:
+    s = cfg.session_ms
+    settings = {
+        "zookeeper.session.timeout.ms": s,
+        # KIP-537's order: a dead broker's session expires before leaders shrink ISRs
+        "replica.lag.time.max.ms": 2 * s,
+        "replica.fetch.wait.max.ms": 100,
+        "default.replication.factor": 3,
+        "min.insync.replicas": 2,
+        "offsets.topic.replication.factor": 3,
+        "transaction.state.log.replication.factor": 3,
+        "transaction.state.log.min.isr": 2,
+        "group.initial.rebalance.delay.ms": 0,
+    }
+    if cfg.control == "unclean":
+        settings["unclean.leader.election.enable"] = "true"
+    return settings
+
+
+def recovery_timeout(cfg: RunConfig) -> float:
+    """How long the cluster may take to be whole again after the heal: sessions to expire
+    and brokers to register again, ISRs to grow back (lag time), a restart of each broker."""
+    s = cfg.session_ms / 1000.0
+    return max(120.0, 3 * (s + 2 * s) * 5)
+
+
+def control_plan(cfg: RunConfig) -> list[Step]:
+    """The controls: the leader of partition 0 cut from ZooKeeper and its followers (clients
+    still reach it) long enough for a follower to be elected."""
+    s = cfg.session_ms / 1000.0
+    if cfg.control == "unclean":
+        # a follower falls behind (cut), then the leader is killed: only the laggard is left
+        return [Step(2 * s, "leader-from-followers", 4 * s, "leader", 0),
+                Step(2 * s + 4.2 * s, "kill", 4 * s, "leader", 0)]
+    return [Step(2 * s, "leader-alone", 5 * s, "leader", 0)]
+
+
+def _workload(cfg: RunConfig, bootstrap: str, keys: list[str], history: History):
+    from .jepsen_workload import QueueWorkload, TxnWorkload
+    cls = TxnWorkload if cfg.workload == "txn" else QueueWorkload
+    acks = "1" if cfg.control == "acks1" else "all"
+    return cls(bootstrap, keys, history, seed=cfg.seed, acks=acks)
+
+
+def run(cfg: RunConfig) -> RunResult:
+    from .history.checker import check
+    from .txn_index_check import check_txn_indexes
+    log = cfg.log
+    root = Path(cfg.out) if cfg.out else Path(tempfile.mkdtemp(prefix="gregor-jepsen-"))
+    root.mkdir(parents=True, exist_ok=True)
+    history = History()
+    cluster = NetnsCluster(root / "cluster", brokers=3, clients=cfg.clients,
+                           session_ms=cfg.session_ms, settings=broker_settings(cfg))
+    keep = cfg.out is not None
+    try:
+        t0 = time.monotonic()
+        cluster.start()
+        topic_config = {"min.insync.replicas": 2}
+        if cfg.control == "unclean":
+            topic_config["unclean.leader.election.enable"] = "true"
+        cluster.create_topic(TOPIC, PARTITIONS, 3, topic_config)
+        log(f"jepsen: cluster up in {time.monotonic() - t0:.1f}s: {cluster.bootstrap} "
+            f"(namespaces {cluster.net.prefix}-*)")
+        keys = [key_of(TOPIC, p) for p in range(PARTITIONS)]
+        workload = _workload(cfg, cluster.bootstrap, keys, history)
+        plan = control_plan(cfg) if cfg.control else \
+            schedule(cfg.seed, cfg.duration, cfg.session_ms / 1000.0)
+        duration = cfg.duration if not cfg.control else \
+            max(s.at + s.duration for s in plan) + 2 * cfg.session_ms / 1000.0
+        stop = threading.Event()
+        # each client namespace runs a few processes: a send stuck on a cut leader waits
+        # its 10 s without stopping the others
+        threads = [cluster.net.thread(node, workload.client, i * WORKERS + w, stop,
+                                      name=f"client-{node}-{w}")
+                   for i, node in enumerate(cluster.clients) for w in range(WORKERS)]
+        for t in threads:
+            t.start()
+        nemesis = Nemesis(plan, cluster, [(TOPIC, p) for p in range(PARTITIONS)],
+                          history=history, log=log).start()
+        stop.wait(duration)
+        nemesis.stop()                              # undoes what is in progress, heals all
+        healed = time.monotonic()
+        # clients keep running through recovery: the availability figures need it
+        cluster.wait_for(lambda: cluster.healthy({TOPIC: PARTITIONS}),
+                         recovery_timeout(cfg), what="every broker back with full ISRs")
+        recovery = round(time.monotonic() - healed, 2)
+        log(f"jepsen: cluster whole again {recovery}s after the heal")
+        stop.wait(2 * cfg.session_ms / 1000.0)      # some traffic on the healed cluster
+        stop.set()
+        for t in threads:
+            t.join(60)
+        ends = cluster.run_in(CONTROL, workload.final_read, recovery_timeout(cfg))
+        log(f"jepsen: final read up to {ends}")
+        report = check(history)
+        index_problems = check_txn_indexes([str(b.data_dir) for b in cluster.brokers])
+        result = RunResult(cfg, report, list(nemesis.faults), index_problems, history,
+                           recovery)
+        if keep:
+            history.dump(root / "history.jsonl")
+            (root / "faults.log").write_text("\n".join(r.line() for r in nemesis.faults) + "\n")
+            (root / "report.json").write_text(json.dumps(report.to_json(), indent=1,
+                                                         default=repr))
+        return result
+    finally:
+        cluster.stop()
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gregor.testing.jepsen",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--duration", type=float, default=120.0, help="seconds of faults")
+    ap.add_argument("--workload", choices=("queue", "txn"), default="queue")
+    ap.add_argument("--clients", type=int, default=4, help="client namespaces (threads)")
+    ap.add_argument("--session-ms", type=int, default=3000)
+    ap.add_argument("--control", choices=CONTROLS, default=None,
+                    help="a run that must lose acknowledged writes")
+    ap.add_argument("--out", default=None, help="keep history, faults, report and logs here")
+    args = ap.parse_args(argv)
+    from .netns import unavailable_reason
+    why = unavailable_reason()
+    if why:
+        print(f"jepsen: cannot run: {why}", file=sys.stderr)
+        return 2
+    cfg = RunConfig(seed=args.seed, duration=args.duration, workload=args.workload,
+                    clients=args.clients, session_ms=args.session_ms, control=args.control,
+                    out=args.out)
+    result = run(cfg)
+    print(result.summary())
+    if cfg.control:
+        lost = bool(result.report.anomalies.get("lost-write"))
+        print(f"control {cfg.control}: lost writes {'found, as they must be' if lost else 'NOT found'}")
+        return 0 if lost else 1
+    return 0 if result.valid else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
