@@ -114,6 +114,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "(the broker stops reading them) beyond it. Kafka's default is -1 (unbounded); a "
        "single Python process needs a bound so hostile or many clients cannot exhaust memory."),
     _s("fetch.max.bytes", "int", 57671680, "Largest fetch response."),
+    _s("max.incremental.fetch.session.cache.slots", "int", 1000,
+       "Fetch sessions (KIP-227) kept at most; a full cache answers new ones sessionless."),
+    _s("min.incremental.fetch.session.eviction.ms", "int", 120000,
+       "Fetch sessions unused (or existing) this long may be evicted for a new one."),
     _s("producer.id.expiration.ms", "int", 86400000, "Idle producer state expiry."),
     _s("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout accepted."),
     _s("transaction.state.log.num.partitions", "int", 50,

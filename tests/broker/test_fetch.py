@@ -81,19 +81,6 @@ def test_limits_always_return_one_whole_batch(tmp_path):
     run_broker(tmp_path, s)
 
 
-def test_fetch_session_ids_are_not_kept(tmp_path):
-    async def s(b):
-        await create(b, "t")
-        body = fetch_body("t", 0)
-        body["session_id"] = 1234
-        resp = await call(b, "Fetch", 11, body)
-        assert resp["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-        body["session_id"], body["session_epoch"] = 0, 0
-        resp = await call(b, "Fetch", 11, body)
-        assert resp["error_code"] == 0 and resp["session_id"] == 0
-    run_broker(tmp_path, s)
-
-
 def test_list_offsets(tmp_path):
     async def s(b):
         await create(b, "t")

@@ -15,8 +15,9 @@ Fetch v9+ carries the leader epoch the fetcher believes current: an older one is
 FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (KIP-320), for consumers and followers.
 
 Fetch v0-v3 predate record batches: their readers get the data down-converted to magic 0
-(v0-v1) or magic 1 (v2-v3) message sets. Fetch sessions (v7+) are not kept: every response
-carries session_id 0, which tells clients to keep sending full fetch requests.
+(v0-v1) or magic 1 (v2-v3) message sets. Fetch v7+ may ask for a KIP-227 fetch session
+(_fetch_sessions.py): the broker then remembers the partitions and later requests and responses
+carry only what changed. The purgatory watches every partition of the session.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ import time
 from ...protocol.errors import ErrorCode, KafkaError
 from ..purgatory import DelayedOperation
 from ..security.checks import CLUSTER_ACTION, READ, cluster_allowed, denied_topics
+from ..sessions import FINAL_EPOCH
+from ._fetch_sessions import sessions_of
 
 log = logging.getLogger("gregor.broker.fetch")
 
@@ -52,36 +55,41 @@ class PartitionFetch:
 
 def handle(broker, ctx, request):
     version = ctx.api_version
-    if version >= 7 and request["session_id"] != 0:
-        # We never hand out session ids, so a client naming one has it from someone else.
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                "session_id": 0, "responses": []}
+    replica = request.get("replica_id", -1)
+    session = None
+    if version >= 7 and (request["session_id"] != 0 or request["session_epoch"] != FINAL_EPOCH):
+        session = sessions_of(broker).context(request, replica >= 0)
+        if isinstance(session, dict):
+            return session                   # FETCH_SESSION_ID_NOT_FOUND / ..._EPOCH
     rm = broker.replica_manager
-    fetches: list[PartitionFetch] = []
-    for t in request["topics"]:
-        name = t["topic"]
-        for pt in t["partitions"]:
-            fetches.append(PartitionFetch(name, pt["partition"], pt["fetch_offset"],
-                                          max(0, pt["partition_max_bytes"]),
-                                          rm.get(name, pt["partition"]),
-                                          pt.get("current_leader_epoch", -1)))
+    if session is not None and session.fetches is not None:
+        fetches = session.fetches            # incremental: every partition of the session
+    else:
+        fetches = []
+        for t in request["topics"]:
+            name = t["topic"]
+            for pt in t["partitions"]:
+                fetches.append(PartitionFetch(name, pt["partition"], pt["fetch_offset"],
+                                              max(0, pt["partition_max_bytes"]),
+                                              rm.get(name, pt["partition"]),
+                                              pt.get("current_leader_epoch", -1)))
     max_bytes = request["max_bytes"] if version >= 3 else INT32_MAX
     max_bytes = min(max(0, max_bytes), int(broker.config.get("fetch.max.bytes")))
     read_committed = request.get("isolation_level", 0) == 1
-    replica = request.get("replica_id", -1)
     if broker.authorizer is not None:
         _authorize(broker, ctx, fetches, replica)
     if replica >= 0:
         read_committed = False
         _follower_fetched(broker, replica, fetches)
-    body, nbytes, errors = read_partitions(broker, fetches, version, max_bytes, read_committed,
+    to_read = fetches if session is None else session.select(fetches, read_committed)
+    body, nbytes, errors = read_partitions(broker, to_read, version, max_bytes, read_committed,
                                            replica)
     min_bytes = request["min_bytes"]
     if request["max_wait_ms"] <= 0 or not fetches or nbytes >= min_bytes or errors:
-        return body
+        return body if session is None else session.finish(body, fetches)
     fut = asyncio.get_running_loop().create_future()
     op = DelayedFetch(request["max_wait_ms"], broker, fetches, version, max_bytes,
-                      read_committed, min_bytes, nbytes, fut, replica)
+                      read_committed, min_bytes, nbytes, fut, replica, session)
     if rm.fetch_purgatory.try_complete_else_watch(op, [(f.topic, f.partition) for f in fetches]):
         return fut  # completed between the read and the watch (cannot happen on one thread)
     return fut
@@ -106,7 +114,7 @@ def _follower_fetched(broker, replica: int, fetches) -> None:
     rm = broker.replica_manager
     now_ms = int(time.time() * 1000)
     for f in fetches:
-        p = f.partition_obj
+        p = rm.get(f.topic, f.partition)      # a session's partitions may be from long ago
         if p is None or f.denied or not p.is_leader or _epoch_error(p, f.leader_epoch):
             continue
         if p.update_follower(replica, f.offset, now_ms):
@@ -230,8 +238,9 @@ class DelayedFetch(DelayedOperation):
     """A fetch waiting for min_bytes of newly committed data in any of its partitions."""
 
     def __init__(self, timeout_ms, broker, fetches, version, max_bytes, read_committed,
-                 min_bytes, bytes_read, future, replica=-1):
+                 min_bytes, bytes_read, future, replica=-1, session=None):
         super().__init__(timeout_ms)
+        self.session = session        # a fetch session's context, or None
         self.replica = replica
         self.broker = broker
         self.fetches = fetches
@@ -273,9 +282,14 @@ class DelayedFetch(DelayedOperation):
     def on_complete(self) -> None:
         if self.future.done():
             return
+        session = self.session
         try:
-            body, _, _ = read_partitions(self.broker, self.fetches, self.version,
+            fetches = self.fetches if session is None else \
+                session.select(self.fetches, self.read_committed)
+            body, _, _ = read_partitions(self.broker, fetches, self.version,
                                          self.max_bytes, self.read_committed, self.replica)
+            if session is not None:
+                body = session.finish(body, self.fetches)
         except Exception as e:  # surfaces as a closed connection with a logged error
             self.future.set_exception(e)
             return
