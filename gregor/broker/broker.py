@@ -24,6 +24,7 @@ from ..protocol.errors import (InvalidRequestError,
                                TopicDeletionDisabledError, UnknownTopicOrPartitionError)
 from . import apis
 from .apis import api_versions
+from .data_dir_lock import DataDirLock
 from .config import BrokerConfig, checked_topic_configs, validate_topic_configs
 from .listeners import ListenerConfig
 from .metrics import BrokerMetrics
@@ -75,6 +76,7 @@ class Broker:
         self.config = config
         self.broker_id = config.broker_id
         self.data_dir = Path(config.data_dir)
+        self.dir_lock = DataDirLock(self.data_dir)     # Kafka's .lock (data_dir_lock.py)
         self.metrics = BrokerMetrics()
         self.replica_manager = ReplicaManager(
             self.broker_id, fsync_acks_all=bool(config.get("gregor.fsync.acks.all")))
@@ -160,6 +162,17 @@ class Broker:
         return found or (self.advertised_host, self.advertised_port)
 
     async def start(self, metrics_port: int | None = None) -> tuple[str, int]:
+        # First of all, as Kafka's LogManager: a second broker on this directory stops here,
+        # before it registers in ZooKeeper or opens a segment.
+        self.dir_lock.acquire()
+        try:
+            return await self._start(metrics_port)
+        except BaseException:
+            if not self._shutdown_started:
+                self.dir_lock.release()
+            raise
+
+    async def _start(self, metrics_port: int | None) -> tuple[str, int]:
         if self.config.get("zookeeper.connect"):
             from .cluster.member import ClusterMember
             self.cluster = ClusterMember(self)
@@ -268,6 +281,7 @@ class Broker:
         rm.flush_all()
         rm.close_all()
         self.metrics.close()
+        self.dir_lock.release()
         log.info("shutdown complete; logs flushed and closed cleanly")
 
     def _start_quotas(self) -> None:

@@ -53,7 +53,32 @@ def _broker(i: int, port: int, data_dir: Path, zk_connect: str, settings: dict,
                             start_new_session=True)
 
 
-def _wait_ready(proc: subprocess.Popen, timeout: float) -> str:
+def _why_not_ready(proc: subprocess.Popen, port: int, log_path: Path) -> str:
+    """What the broker's log says, shortest first: the port in use, else its last error."""
+    try:
+        proc.wait(5)                 # a broker that failed to bind exits at once
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - _LOG_TAIL_BYTES))
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        tail = ""
+    if "address already in use" in tail.lower():
+        return f"port {port} is in use (address already in use)"
+    errors = [line.strip() for line in tail.splitlines() if "ERROR" in line or "Error" in line]
+    return errors[-1] if errors else ("it exited with code "
+                                      f"{proc.returncode}" if proc.returncode is not None
+                                      else "no ready line yet")
+
+
+# enough of a broker's log to find why it failed to start (its last lines)
+_LOG_TAIL_BYTES = 16 * 1024
+
+
+def _wait_ready(proc: subprocess.Popen, timeout: float, port: int = 0,
+                log_path: Path | None = None) -> str:
     """The broker's HOST:PORT from its ready line; its later output is drained."""
     found: list[str] = []
     done = threading.Event()
@@ -69,7 +94,11 @@ def _wait_ready(proc: subprocess.Popen, timeout: float) -> str:
     threading.Thread(target=pump, daemon=True).start()
     done.wait(timeout)
     if not found:
-        raise click.ClickException(f"broker (pid {proc.pid}) did not become ready; see its log")
+        if log_path is None:
+            raise click.ClickException(f"broker (pid {proc.pid}) did not become ready")
+        why = _why_not_ready(proc, port, log_path)
+        raise click.ClickException(f"broker (pid {proc.pid}) did not become ready: {why}; "
+                                   f"see its log {log_path}")
     return found[0]
 
 
@@ -154,7 +183,8 @@ def command(brokers, data_dir, port, zookeeper_port, secure, settings):
             procs.append(_broker(i, port + i if port else 0, root, connect, extra, root,
                                  config_file))
         for i, p in enumerate(procs):
-            endpoint = _wait_ready(p, 120)
+            endpoint = _wait_ready(p, 120, port + i if port else 0,
+                                   (root / f"broker-{i}.log").resolve())
             if files is not None:
                 endpoint = "localhost:" + endpoint.rsplit(":", 1)[1]   # the certificate's name
             endpoints.append(endpoint)
