@@ -251,7 +251,7 @@ def test_api_versions_table(tmp_path):
         # id (v12) to resolve its assignment; ConsumerGroupDescribe is advertised because
         # classic groups answer GROUP_ID_NOT_FOUND there (tests/broker/group)
         assert table[68] == (0, 1) and table[69] == (0, 0)
-        assert table[3][1] == 12
+        assert table[3][1] == 13     # KIP-1102's v13, which librdkafka 2.10+ asks for
         # kafka-python infers a modern broker from this table
         from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
         assert infer_broker_version_from_api_versions(table) >= (1, 0)

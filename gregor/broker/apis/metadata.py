@@ -18,7 +18,7 @@ from ..topics import topic_name_error
 from ._metadata_authz import add_authorized_operations, authorized_metadata
 
 API_KEY = 3
-VERSIONS = (0, 12)
+VERSIONS = (0, 13)    # v13 adds only a top-level error code (KIP-1102): always NONE here
 
 
 def handle(broker, ctx, request) -> dict:
@@ -57,6 +57,7 @@ def _describe_topics(broker, ctx, version: int, request) -> dict:
         "controller_id": broker.broker_id,
         "topics": topics,
         "cluster_authorized_operations": NO_AUTHORIZED_OPS,
+        "error_code": ErrorCode.NONE,
     }
 
 

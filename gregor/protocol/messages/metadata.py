@@ -1,8 +1,9 @@
-"""Metadata (key 3): brokers, topics, partitions and their leaders."""
+"""Metadata (key 3): brokers, topics, partitions and their leaders (v13: KIP-1102's top-level
+error code)."""
 from ..schema import Api, F, NULL
 
 API = Api(
-    key=3, name="Metadata", valid=(0, 12), flexible=9,
+    key=3, name="Metadata", valid=(0, 13), flexible=9,
     request=[
         F("topics", "[]", nullable="1+", fields=[
             F("topic_id", "uuid", v="10+"),
@@ -39,5 +40,7 @@ API = Api(
             F("topic_authorized_operations", "int32", v="8+", default=-2147483648),
         ]),
         F("cluster_authorized_operations", "int32", v="8-10", default=-2147483648),
+        # KIP-1102: a top-level error (REBOOTSTRAP_REQUIRED); gregor never needs one
+        F("error_code", "int16", v="13+"),
     ],
 )
