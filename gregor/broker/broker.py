@@ -99,6 +99,7 @@ class Broker:
         self.max_partitions = partition_budget(config)
         self.txn = None                  # the transaction coordinator service (txn/service.py)
         self.groups = None               # the group coordinator service (group/service.py)
+        self.share = None                # share groups (share/service.py)
         # Cluster mode (zookeeper.connect set): membership, metadata cache, controller.
         self.cluster = None
         self._saved_hws: dict = {}       # cluster mode: replication-offset-checkpoint
@@ -143,6 +144,8 @@ class Broker:
         self.txn.load_existing()
         from .group.service import GroupService
         self.groups = GroupService(self)
+        from .share.service import ShareService
+        self.share = ShareService(self)
         acl_setup.open_authorizer(self)
 
     def _open_entity_configs(self) -> None:
@@ -198,6 +201,7 @@ class Broker:
             socket_send_buffer=int(cfg.get("socket.send.buffer.bytes")),
             socket_receive_buffer=int(cfg.get("socket.receive.buffer.bytes")))
         self.server.security = self.security
+        self.server.connection_lost_hooks.append(self.share.connection_lost)
         bound = {}
         for lst in self.listeners.listeners:
             bound[lst.name] = await self.server.start(lst.host or "127.0.0.1", lst.port,
@@ -222,6 +226,7 @@ class Broker:
         self._start_cleaner(loop)
         self.groups.load_existing()      # on the loop: loaded members' session timers start
         self.groups.start_timers()
+        self.share.load_existing()
         self.txn.start_timers()
         if self.cluster is not None:
             try:
@@ -271,6 +276,8 @@ class Broker:
             self.txn.close()
         if self.groups is not None:
             self.groups.close()
+        if self.share is not None:
+            self.share.close()
         if self.quotas is not None:
             self.quotas.close()
         if self.entity_configs is not None and self.cluster is None:

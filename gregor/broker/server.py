@@ -196,6 +196,11 @@ class Connection(asyncio.BufferedProtocol):
         if self._reserved:
             self.server.release(self._reserved)
             self._reserved = 0
+        for hook in self.server.connection_lost_hooks:
+            try:                 # what lives with the connection (share sessions) goes too
+                hook(self)
+            except Exception:
+                log.exception("a connection-lost hook failed")
 
     def pause_writing(self) -> None:
         self.paused_for_writes = True
@@ -473,6 +478,7 @@ class Server:
                  socket_send_buffer: int = -1, socket_receive_buffer: int = -1):
         self.handlers = handlers
         self.metrics = metrics
+        self.connection_lost_hooks: list = []      # hook(connection) once one has closed
         self.max_request_bytes = max_request_bytes
         self.max_connections = max_connections
         self.max_in_flight = max(1, max_in_flight)

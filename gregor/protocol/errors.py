@@ -151,6 +151,8 @@ _TABLE: list[tuple[int, str, bool, str]] = [
     (127, "VOTER_NOT_FOUND", False, "The voter is not part of the voter set."),
     (128, "INVALID_REGULAR_EXPRESSION", False,
      "The regular expression of the subscription is not valid."),
+    (133, "SHARE_SESSION_LIMIT_REACHED", True,
+     "The broker holds as many share sessions as group.share.max.share.sessions allows."),
 ]
 
 

@@ -36,6 +36,7 @@ TEST_DEFAULTS: dict[str, Any] = {
     # one partition each instead of 50: created on first use, 50 are ~150 files per test
     "offsets.topic.num.partitions": 1,
     "transaction.state.log.num.partitions": 1,
+    "share.coordinator.state.topic.num.partitions": 1,
     # the cleaner runs as threads of this process rather than one more process per broker
     "gregor.log.cleaner.process": False,
 }

@@ -30,6 +30,7 @@ MODULES = [
     "offset_for_leader_epoch", "controlled_shutdown",
     "leader_and_isr", "update_metadata", "stop_replica", "alter_partition",
     "consumer_group_heartbeat", "consumer_group_describe",
+    "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
     "describe_client_quotas", "alter_client_quotas",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",

@@ -26,8 +26,23 @@ def handle(broker, ctx, request) -> dict:
             and _SOFTWARE.match(request["client_software_version"] or "")):
         return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": broker.api_version_table,
                 "throttle_time_ms": 0}
-    return {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_table,
+    body = {"error_code": ErrorCode.NONE, "api_keys": broker.api_version_table,
             "throttle_time_ms": 0}
+    if ctx.api_version >= 3:
+        body.update(_features(broker))
+    return body
+
+
+def _features(broker) -> dict:
+    """KIP-584 features (tagged fields of v3+): `share.version` 1 while the share-group APIs
+    are served, as Kafka 4.2 finalizes it by default (Java clients check it)."""
+    if not any(k["api_key"] == 76 for k in broker.api_version_table):
+        return {}
+    return {"supported_features": [{"name": "share.version", "min_version": 0,
+                                    "max_version": 1}],
+            "finalized_features_epoch": 0,
+            "finalized_features": [{"name": "share.version", "max_version_level": 1,
+                                    "min_version_level": 1}]}
 
 
 def unsupported_version_body(broker) -> dict:

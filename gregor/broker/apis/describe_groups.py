@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..security.checks import DESCRIBE, GROUP, allowed, authorized_operations
+from ..share import admin as share_admin
 from ._group_common import E, coordinator
 
 API_KEY = 15
@@ -21,6 +22,8 @@ def handle(broker, ctx, request):
         elif coord is None:
             d = {"error_code": E.COORDINATOR_NOT_AVAILABLE, "group_id": gid, "group_state": "",
                  "protocol_type": "", "protocol_data": "", "members": []}
+        elif share_admin.is_share_group(getattr(broker, "share", None), gid):
+            d = share_admin.describe_classic(gid)
         else:
             d = coord.describe(gid)
         d["authorized_operations"] = authorized_operations(broker, ctx, GROUP, gid) \

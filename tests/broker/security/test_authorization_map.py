@@ -243,6 +243,25 @@ CASES = {
         "group_id": GROUP, "member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 1000,
         "subscribed_topic_names": [t], "topic_partitions": []},
         E.TOPIC_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ), (T, "topic", Op.DESCRIBE)]),
+    "ShareGroupHeartbeat": Case("ShareGroupHeartbeat", 1, lambda t: {
+        "group_id": GROUP, "member_id": "m1", "member_epoch": 0, "rack_id": None,
+        "subscribed_topic_names": [t]},
+        E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ), (T, "topic", Op.DESCRIBE)]),
+    "ShareGroupHeartbeat-topic": Case("ShareGroupHeartbeat", 1, lambda t: {
+        "group_id": GROUP, "member_id": "m1", "member_epoch": 0, "rack_id": None,
+        "subscribed_topic_names": [t]},
+        E.TOPIC_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ), (T, "topic", Op.DESCRIBE)]),
+    "ShareGroupDescribe": Case("ShareGroupDescribe", 1, lambda t: {
+        "group_ids": [GROUP], "include_authorized_operations": False},
+        E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.DESCRIBE)], topic=False),
+    "ShareFetch": Case("ShareFetch", 1, lambda t: {
+        "group_id": GROUP, "member_id": "m1", "share_session_epoch": 0, "max_wait_ms": 0,
+        "min_bytes": 1, "max_bytes": 1024, "max_records": 10, "batch_size": 10, "topics": [],
+        "forgotten_topics_data": []},
+        E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ)], topic=False),
+    "ShareAcknowledge": Case("ShareAcknowledge", 1, lambda t: {
+        "group_id": GROUP, "member_id": "m1", "share_session_epoch": 1, "topics": []},
+        E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ)], topic=False),
     "DescribeUserScramCredentials": Case("DescribeUserScramCredentials", 0, lambda t: {
         "users": None}, E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.DESCRIBE)],
         topic=False),
@@ -268,7 +287,8 @@ CASES = {
 # missing is the topic's (or the group's) ACL.
 PARTIAL = {"OffsetCommit-topic": 1, "OffsetFetch-topic": 1, "AddPartitionsToTxn-topic": 1,
            "AddOffsetsToTxn-group": 1, "OffsetDelete-topic": 1,
-           "ConsumerGroupHeartbeat-topic": 1, "Produce-transactional": 1}
+           "ConsumerGroupHeartbeat-topic": 1, "Produce-transactional": 1,
+           "ShareGroupHeartbeat-topic": 1}
 # Answered to everyone (ApiVersions, SASL's own), or filtered instead of refused (checked
 # elsewhere).
 NO_ERROR_APIS = {"ApiVersions", "SaslHandshake", "SaslAuthenticate", "ListGroups",

@@ -1,0 +1,267 @@
+"""Share groups inside a broker: membership (the group coordinator's part), share sessions
+and share-partitions (the partition leader's part), and their durable state in
+`__share_group_state` (the share coordinator's part), on the broker's loop.
+
+On one node this broker is all three. The share-partition state is loaded from the topic when
+the broker starts and written back on every acknowledgement; an acknowledgement is answered
+only once its write is committed (as Kafka's leader waits for WriteShareGroupState), so an
+ACCEPT a client saw confirmed survives kill -9. Acquisitions are not written: after a restart
+the records that were acquired are delivered again.
+
+Time comes from the broker's clock (gregor.testing's ManualClock when it has one), so a test
+advances the clock past a lock instead of waiting for it.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from ...protocol.records.header import iter_headers
+from ..coordinator_log import CoordinatorLog
+from ..group.service import ClockTimers, LoopTimers, TopicMetadata
+from . import state_records as S
+from .membership import ShareMembership
+from .partition_state import SharePartition
+from .sessions import ShareSessions
+from .settings import group_settings, parse_duration_ms
+
+log = logging.getLogger("gregor.broker.share")
+
+# What one look at the log for new records reads at most: bounded memory per ShareFetch.
+READ_CHUNK_BYTES = 1 << 20
+
+
+class ShareService:
+    def __init__(self, broker):
+        self.broker = broker
+        cfg = broker.config
+        clock = getattr(broker, "clock", None)
+        self.timers = LoopTimers() if clock is None else ClockTimers(clock)
+        self.now_ms: Callable[[], int] = (lambda: int(time.time() * 1000)) if clock is None \
+            else clock.time_ms
+        self.metadata = TopicMetadata(broker)
+        self.membership = ShareMembership(
+            self.timers, self.now_ms, self.metadata, self.settings,
+            int(cfg.get("group.share.max.size")), self._member_gone)
+        self.sessions = ShareSessions(int(cfg.get("group.share.max.share.sessions")))
+        self.partitions: dict[tuple, SharePartition] = {}    # (group, topic id, p) -> state
+        self._saved: dict[tuple, dict] = {}                  # loaded, not yet used
+        self._lock_timers: dict[tuple, tuple] = {}           # key -> (due ms, timer)
+        self.store = CoordinatorLog(
+            broker, S.TOPIC, int(cfg.get("share.coordinator.state.topic.num.partitions")),
+            {"cleanup.policy": "compact"},
+            commit_timeout_ms=int(cfg.get("offsets.commit.timeout.ms")))
+        self.waiters: set = set()           # delayed ShareFetches, woken by releases
+
+    def settings(self, group_id: str) -> dict:
+        return group_settings(self.broker, group_id)
+
+    def delivery_count_limit(self) -> int:
+        return int(self.broker.config.get("group.share.delivery.count.limit"))
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def load_existing(self) -> None:
+        if not self.store.exists():
+            return
+        n = 0
+        for part in range(self.store.num_partitions):
+            for key, value in self.store.records(part):
+                k = S.decode_key(key)
+                if k is None:
+                    continue
+                v = S.decode_value(value)
+                if v is None:
+                    self._saved.pop(k, None)
+                else:
+                    self._saved[k] = v
+                n += 1
+        log.info("loaded the state of %d share-partition(s) from %s", len(self._saved), S.TOPIC)
+
+    # -- share-partitions --------------------------------------------------------------------
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        return self.metadata.name(topic_id)
+
+    def share_partition(self, group_id: str, topic_id: bytes, partition, p) -> SharePartition:
+        """The state of (group, topic-partition), created at the start the group's
+        share.auto.offset.reset gives (or restored from `__share_group_state`)."""
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key)
+        if sp is not None:
+            sp.skip_to(p.log.log_start_offset)
+            return sp
+        limit = self.delivery_count_limit()
+        locks = int(self.broker.config.get("group.share.partition.max.record.locks"))
+        saved = self._saved.pop(key, None)
+        if saved is not None:
+            sp = SharePartition.restore(saved["start_offset"], saved["end_offset"],
+                                        saved["batches"], saved["state_epoch"], limit, locks)
+        else:
+            sp = SharePartition(self._initial_offset(group_id, p), limit, locks)
+        sp.skip_to(p.log.log_start_offset)
+        self.partitions[key] = sp
+        return sp
+
+    def _initial_offset(self, group_id: str, p) -> int:
+        reset = self.settings(group_id)["auto_offset_reset"]
+        if reset == "earliest":
+            return p.log.log_start_offset
+        if reset.startswith("by_duration:"):
+            since = self.now_ms() - parse_duration_ms(reset.split(":", 1)[1])
+            found = p.log.offset_for_timestamp(since)
+            return found[0] if found is not None else p.high_watermark
+        return p.high_watermark
+
+    def log_batches(self, p, read_committed: bool, max_bytes: int):
+        """batches(offset) for SharePartition.acquire: (base, last, is_control) of the log's
+        batches below the high watermark (the LSO for read_committed), at most max_bytes of
+        them (at least one)."""
+        upper = p.last_stable_offset if read_committed else p.high_watermark
+
+        def batches(offset: int):
+            budget = max(1, max_bytes)
+            while offset < upper and budget > 0:
+                data = p.log.read(max(offset, p.log.log_start_offset),
+                                  min(READ_CHUNK_BYTES, budget), max_offset=upper)
+                if not data:
+                    return
+                last_seen = offset
+                for _pos, h in iter_headers(data):
+                    if h.last_offset >= upper:
+                        return
+                    budget -= h.size
+                    last_seen = h.last_offset + 1
+                    yield h.base_offset, h.last_offset, h.is_control
+                if last_seen <= offset:
+                    return
+                offset = last_seen
+        return batches
+
+    def records_bytes(self, p, ranges) -> bytes:
+        """The stored batches holding the acquired ranges (whole batches, as Kafka sends
+        them; the client keeps only the acquired offsets)."""
+        out = bytearray()
+        seen_to = -1
+        for r in ranges:
+            offset = max(r.first_offset, seen_to)
+            while offset <= r.last_offset:
+                data = p.log.read(offset, READ_CHUNK_BYTES, max_offset=r.last_offset + 1)
+                if not data:
+                    break
+                end = offset
+                for pos, h in iter_headers(data):
+                    if h.last_offset < offset:
+                        continue
+                    out += memoryview(data)[pos:pos + h.size]
+                    end = h.last_offset + 1
+                if end <= offset:
+                    break
+                offset = seen_to = end
+        return bytes(out)
+
+    # -- locks -------------------------------------------------------------------------------
+
+    def arm_lock_timer(self, key: tuple, sp: SharePartition) -> None:
+        due = sp.next_deadline()
+        current = self._lock_timers.get(key)
+        if due is None or (current is not None and current[0] <= due):
+            return
+        if current is not None:
+            current[1].cancel()
+        delay = max(0, due - self.now_ms())
+        self._lock_timers[key] = (due, self.timers.call_later(
+            delay, lambda: self._locks_due(key)))
+
+    def _locks_due(self, key: tuple) -> None:
+        self._lock_timers.pop(key, None)
+        sp = self.partitions.get(key)
+        if sp is None:
+            return
+        if sp.expire_locks(self.now_ms()):
+            self.persist(key, sp)
+            self.wake(key)
+        self.arm_lock_timer(key, sp)
+
+    # -- members leaving ---------------------------------------------------------------------
+
+    def _member_gone(self, group_id: str, member_id: str) -> None:
+        """A member left or was fenced: its records come back. Its share session stays until
+        it closes it (epoch -1) or its connection: a leaving client may send its final
+        ShareAcknowledge after its leave heartbeat."""
+        self.release(group_id, member_id)
+
+    def release(self, group_id: str, member_id: str, only=None) -> None:
+        for key, sp in list(self.partitions.items()):
+            if key[0] != group_id or (only is not None and key[1:] not in only):
+                continue
+            if sp.release_member(member_id):
+                self.persist(key, sp)
+                self.wake(key)
+
+    def connection_lost(self, connection) -> None:
+        for s in self.sessions.drop_connection(connection):
+            self.release(s.group_id, s.member_id, s.partitions)
+
+    def wake(self, key: tuple) -> None:
+        topic = self.topic_name(key[1])
+        if topic is not None:
+            self.broker.replica_manager.fetch_purgatory.check_and_complete((topic, key[2]))
+
+    # -- persisting --------------------------------------------------------------------------
+
+    def persist(self, key: tuple, sp: SharePartition, done: Callable[[int], None] | None = None):
+        """Write the share-partition's state; done(error code) once committed."""
+        group_id, topic_id, partition = key
+        record = (S.encode_key(group_id, topic_id, partition),
+                  S.encode_value(sp.state_epoch, sp.start_offset, sp.end_offset, sp.runs()))
+        target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
+        try:
+            if not self.store.exists():
+                self.store.ensure()
+            self.store.append_then(target, [record],
+                                   lambda code, _last: done(code) if done else None)
+        except Exception as e:                      # a KafkaError, or the topic is not here
+            code = getattr(e, "code", -1)
+            log.warning("writing share state of %s to %s failed: %s", key, S.TOPIC, e)
+            if done is not None:
+                done(code)
+
+    def delete_state(self, key: tuple, done: Callable[[int], None] | None = None) -> None:
+        self.partitions.pop(key, None)
+        self._saved.pop(key, None)
+        group_id, topic_id, partition = key
+        target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
+        try:
+            if not self.store.exists():
+                self.store.ensure()
+            self.store.append_then(target, [(S.encode_key(*key), None)],
+                                   lambda code, _last: done(code) if done else None)
+        except Exception as e:
+            if done is not None:
+                done(getattr(e, "code", -1))
+
+    # -- describing --------------------------------------------------------------------------
+
+    def known_partitions(self, group_id: str) -> list[tuple]:
+        keys = {k for k in self.partitions if k[0] == group_id}
+        keys |= {k for k in self._saved if k[0] == group_id}
+        return sorted(keys)
+
+    def start_offset(self, key: tuple) -> int | None:
+        sp = self.partitions.get(key)
+        if sp is not None:
+            return sp.start_offset
+        saved = self._saved.get(key)
+        return saved["start_offset"] if saved else None
+
+    def groups(self) -> set[str]:
+        return set(self.membership.groups) | {k[0] for k in self.partitions} | \
+            {k[0] for k in self._saved}
+
+    def close(self) -> None:
+        self.membership.close()
+        for _due, t in self._lock_timers.values():
+            t.cancel()
+        self._lock_timers.clear()
