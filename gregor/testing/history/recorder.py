@@ -36,6 +36,7 @@ class PendingOp:
         self.value = value           # the completion's value; update it as facts are learned
         self.meta: dict = {}         # merged into the completion's meta
         self.completed = None
+        recorder.current = self      # callbacks (a rebalance) can find the op in flight
 
     def ok(self, value: Any = None, **meta) -> None:
         self._complete(OK, value, None, meta)
@@ -54,6 +55,8 @@ class PendingOp:
             self.value = value
         self.completed = self._recorder.history.complete(
             self.invoked, type, self.value, error, **{**self.meta, **meta})
+        if self._recorder.current is self:
+            self._recorder.current = None
 
     @property
     def type(self) -> str | None:
@@ -85,6 +88,7 @@ class Recorder:
         self.history = history
         self.process = history.new_process() if process is None else process
         self.classify = classify or default_classify
+        self.current: PendingOp | None = None      # the op in flight, if any
 
     def op(self, f: str, value: Any = None, **meta) -> PendingOp:
         return PendingOp(self, f, value, meta)
