@@ -7,7 +7,7 @@ import importlib
 import click
 
 SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "acls", "users", "quotas",
-               "produce", "consume", "perf", "demo", "console"]
+               "produce", "consume", "perf", "demo", "console", "registry", "schemas"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,161 @@
+"""The three schema types behind one interface: parse, canonical text, compatibility.
+
+`parse_schema(schema_type, text, references)` returns a parsed schema with `schema_type`,
+`canonical` (the text stored and served), `normalized` (what `normalize=true` registers) and
+raises `InvalidSchema` naming the problem. `check(reader, writer)` lists what makes `reader`
+unable to read `writer`'s data.
+- AVRO: gregor.registry.avro (fastavro's parser, Avro-Java's canonical text).
+- JSON: the schema checked against its draft's meta-schema by jsonschema; canonical text is
+  the compact JSON (as Jackson writes it); normalized also sorts the keys.
+- PROTOBUF: a serialized FileDescriptorProto in base64 (what confluent-kafka's
+  ProtobufSerializer registers), checked by building it in a protobuf DescriptorPool beside
+  its references and the well-known types; stored as sent.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+
+from . import avro, avro_compat, json_text
+
+TYPES = ("AVRO", "JSON", "PROTOBUF")
+
+
+class InvalidSchema(ValueError):
+    pass
+
+
+class JsonSchema:
+    schema_type = "JSON"
+
+    def __init__(self, node, canonical: str, normalized: str):
+        self.node = node
+        self.canonical = canonical
+        self.normalized = normalized
+
+
+class ProtobufSchema:
+    schema_type = "PROTOBUF"
+
+    def __init__(self, descriptor, canonical: str):
+        self.descriptor = descriptor      # google.protobuf.descriptor_pb2.FileDescriptorProto
+        self.canonical = canonical
+        self.normalized = canonical
+
+    def serialized(self) -> str:
+        return self.canonical
+
+
+def _sorted(node):
+    if isinstance(node, dict):
+        return {k: _sorted(node[k]) for k in sorted(node)}
+    if isinstance(node, list):
+        return [_sorted(v) for v in node]
+    return node
+
+
+def _parse_json(text: str, references) -> JsonSchema:
+    import jsonschema
+    try:
+        node = json.loads(text)
+    except ValueError as e:
+        raise InvalidSchema(f"schema is not JSON: {e}") from None
+    if not isinstance(node, (dict, bool)):
+        raise InvalidSchema("a JSON Schema is an object or a boolean")
+    try:
+        jsonschema.validators.validator_for(node, default=jsonschema.Draft7Validator) \
+            .check_schema(node)
+    except jsonschema.SchemaError as e:
+        raise InvalidSchema(f"{e.message} at {'/'.join(map(str, e.absolute_path)) or '/'}") \
+            from None
+    return JsonSchema(node, json_text.dumps(node), json_text.dumps(_sorted(node)))
+
+
+def _parse_protobuf(text: str, references) -> ProtobufSchema:
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    try:
+        raw = base64.b64decode(text, validate=True)
+        fd = descriptor_pb2.FileDescriptorProto.FromString(raw)
+    except (binascii.Error, ValueError) as e:
+        raise InvalidSchema(
+            "a Protobuf schema is taken as a base64 serialized FileDescriptorProto (what "
+            "confluent-kafka's ProtobufSerializer sends); .proto source text is not parsed "
+            f"by this registry ({type(e).__name__})") from None
+    except Exception as e:   # protobuf's DecodeError
+        raise InvalidSchema(f"not a serialized FileDescriptorProto: {e}") from None
+    pool = descriptor_pool.DescriptorPool()
+    _add_well_known(pool, fd)
+    try:
+        for ref in references:
+            if isinstance(ref, ProtobufSchema):
+                pool.Add(ref.descriptor)
+        pool.Add(fd)
+        pool.FindFileByName(fd.name)
+    except Exception as e:
+        raise InvalidSchema(f"Protobuf descriptor {fd.name!r} does not build: {e}") from None
+    return ProtobufSchema(fd, base64.b64encode(fd.SerializeToString()).decode())
+
+
+def _add_well_known(pool, fd) -> None:
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    default = descriptor_pool.Default()
+    for dep in fd.dependency:
+        if dep.startswith("google/protobuf/"):
+            _import_well_known(dep)
+            try:
+                f = default.FindFileByName(dep)
+            except KeyError:
+                continue
+            proto = descriptor_pb2.FileDescriptorProto()
+            f.CopyToProto(proto)
+            try:
+                pool.Add(proto)
+            except Exception:
+                pass
+
+
+def _import_well_known(dep: str) -> None:
+    import importlib
+    module = dep[:-len(".proto")].replace("/", ".") + "_pb2"
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        pass
+
+
+_PARSERS = {"AVRO": avro.parse_avro, "JSON": _parse_json, "PROTOBUF": _parse_protobuf}
+
+
+def parse_schema(schema_type: str, text: str, references=()):
+    parser = _PARSERS.get(schema_type)
+    if parser is None:
+        raise InvalidSchema(f"unknown schemaType {schema_type!r}: one of {', '.join(TYPES)}")
+    if not isinstance(text, str):
+        raise InvalidSchema("the schema must be a string")
+    try:
+        return parser(text, [r for r in references if r.schema_type == schema_type])
+    except avro.AvroSchemaError as e:
+        raise InvalidSchema(str(e)) from None
+
+
+def check(reader, writer, reader_label="new", writer_label="old"):
+    """Incompatibilities (objects with `.message()`) of reader against writer's data."""
+    if reader.schema_type != writer.schema_type:
+        return [_TypeChange(reader.schema_type, writer.schema_type)]
+    if reader.schema_type == "AVRO":
+        return avro_compat.check_avro(reader, writer, reader_label, writer_label)
+    if reader.schema_type == "JSON":
+        from .json_compat import check_json
+        return check_json(reader, writer, reader_label, writer_label)
+    from .protobuf_compat import check_protobuf
+    return check_protobuf(reader, writer, reader_label, writer_label)
+
+
+class _TypeChange:
+    def __init__(self, new, old):
+        self.new, self.old = new, old
+
+    def message(self) -> str:
+        return (f"{{errorType:'SCHEMA_TYPE_CHANGED', description:'The schema type changed "
+                f"from {self.old} to {self.new}', additionalInfo:''}}")

@@ -1,0 +1,134 @@
+"""gregor's Schema Registry judged by confluent-kafka 2.16: its SchemaRegistryClient for the
+REST API, and its AvroSerializer / AvroDeserializer carrying records through the broker
+under test (the serializers call GET /associations first and fall back on its 404)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a test dependency")
+ck_sr = pytest.importorskip("confluent_kafka.schema_registry",
+                            reason="confluent-kafka[schemaregistry] is a test dependency")
+pytest.importorskip("fastavro", reason="confluent-kafka[avro] is a test dependency")
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry.avro import (AvroDeserializer,  # noqa: E402
+                                                  AvroSerializer)
+from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+
+from gregor.registry.server import RegistryThread  # noqa: E402
+
+pytestmark = pytest.mark.interop
+TIMEOUT_S = 60.0
+
+USER_V1 = json.dumps({"type": "record", "name": "User", "namespace": "io.gregor", "fields": [
+    {"name": "name", "type": "string"}, {"name": "age", "type": "int"}]})
+USER_V2 = json.dumps({"type": "record", "name": "User", "namespace": "io.gregor", "fields": [
+    {"name": "name", "type": "string"}, {"name": "age", "type": "long"},
+    {"name": "email", "type": ["null", "string"], "default": None}]})
+USER_BAD = json.dumps({"type": "record", "name": "User", "namespace": "io.gregor", "fields": [
+    {"name": "name", "type": "string"}, {"name": "age", "type": "string"}]})
+
+
+@pytest.fixture(scope="module")
+def registry_url(target):
+    with RegistryThread({"bootstrap.servers": target.bootstrap}) as r:
+        yield r.url
+
+
+@pytest.fixture
+def client(registry_url):
+    return SchemaRegistryClient({"url": registry_url})
+
+
+def fresh(client):
+    # each test its own client: confluent-kafka caches answers per client
+    return SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
+
+
+def test_register_get_lookup(client, topic_name):
+    subject = f"{topic_name}-value"
+    sid = client.register_schema(subject, Schema(USER_V1, "AVRO"))
+    assert client.register_schema(subject, Schema(USER_V1, "AVRO")) == sid
+    other = fresh(client)
+    assert json.loads(other.get_schema(sid).schema_str) == json.loads(USER_V1)
+    latest = other.get_latest_version(subject)
+    assert (latest.schema_id, latest.version, latest.subject) == (sid, 1, subject)
+    assert other.get_version(subject, 1).schema_id == sid
+    found = other.lookup_schema(subject, Schema(USER_V1, "AVRO"))
+    assert (found.schema_id, found.version) == (sid, 1)
+    assert subject in other.get_subjects()
+    assert other.get_versions(subject) == [1]
+    # the same schema under another subject keeps its id
+    assert other.register_schema(f"{subject}-copy", Schema(USER_V1, "AVRO")) == sid
+
+
+def test_compatibility_and_config(client, topic_name):
+    subject = f"{topic_name}-value"
+    client.register_schema(subject, Schema(USER_V1, "AVRO"))
+    assert client.test_compatibility(subject, Schema(USER_V2, "AVRO")) is True
+    assert client.test_compatibility(subject, Schema(USER_BAD, "AVRO")) is False
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema(subject, Schema(USER_BAD, "AVRO"))
+    assert e.value.http_status_code == 409 and e.value.error_code == 409
+    assert client.set_compatibility(subject, "NONE") == {"compatibility": "NONE"}
+    assert client.get_compatibility(subject) == "NONE"
+    assert client.register_schema(subject, Schema(USER_BAD, "AVRO")) > 0
+    assert client.get_compatibility() == "BACKWARD"
+    with pytest.raises(SchemaRegistryError) as e:
+        client.set_compatibility(subject, "NEVER")
+    assert e.value.error_code == 42203
+
+
+def test_deletes_soft_and_hard(client, topic_name):
+    subject = f"{topic_name}-value"
+    sid = client.register_schema(subject, Schema(USER_V1, "AVRO"))
+    client.register_schema(subject, Schema(USER_V2, "AVRO"))
+    assert client.delete_version(subject, 1) == 1
+    with pytest.raises(SchemaRegistryError) as e:
+        fresh(client).get_version(subject, 1)
+    assert e.value.error_code == 40402
+    assert json.loads(fresh(client).get_schema(sid).schema_str) == json.loads(USER_V1)
+    with pytest.raises(SchemaRegistryError) as e:
+        client.delete_subject(subject, permanent=True)
+    assert e.value.error_code == 40405
+    assert client.delete_subject(subject) == [2]
+    assert client.delete_subject(subject, permanent=True) == [1, 2]
+    with pytest.raises(SchemaRegistryError) as e:
+        fresh(client).get_latest_version(subject)
+    assert e.value.error_code == 40401
+
+
+def test_avro_serializer_through_the_broker(client, target, topic_name):
+    target_topic = topic_name
+    ser = AvroSerializer(client, USER_V1)
+    values = [{"name": f"u{i}", "age": i} for i in range(25)]
+    p = ck.Producer({"bootstrap.servers": target.bootstrap})
+    for v in values:
+        p.produce(target_topic, value=ser(v, SerializationContext(target_topic,
+                                                                   MessageField.VALUE)))
+    assert p.flush(TIMEOUT_S) == 0
+    sid = fresh(client).get_latest_version(f"{target_topic}-value").schema_id
+    c = ck.Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"g-{target_topic}",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([target_topic])
+    de = AvroDeserializer(fresh(client))   # fetches the writer's schema by id
+    got, deadline = [], time.monotonic() + TIMEOUT_S
+    try:
+        while len(got) < len(values) and time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is None or m.error():
+                continue
+            assert m.value()[0] == 0 and int.from_bytes(m.value()[1:5], "big") == sid
+            got.append(de(m.value(), SerializationContext(target_topic, MessageField.VALUE)))
+    finally:
+        c.close()
+    assert got == values
+    # a reader on a newer schema resolves the old records (Avro's promotions and defaults)
+    client.register_schema(f"{target_topic}-value", Schema(USER_V2, "AVRO"))
+    reader = AvroDeserializer(fresh(client), USER_V2)
+    raw = ser(values[3], SerializationContext(target_topic, MessageField.VALUE))
+    assert reader(raw, SerializationContext(target_topic, MessageField.VALUE)) == \
+        {"name": "u3", "age": 3, "email": None}
