@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv bench clean test-spark-versions
+.PHONY: test demo venv bench clean test-spark-versions jepsen
 
 # setup.py compiles the optional Cython modules (*.pyx) in place.
 $(STAMP): pyproject.toml setup.py $(wildcard gregor/*/*.pyx gregor/*/*/*.pyx)
@@ -27,6 +27,23 @@ test: $(STAMP)
 # The Spark tests on the PySpark floor of pyproject.toml (a venv of its own) and on .venv's.
 test-spark-versions: $(STAMP)
 	scripts/spark-versions.sh $(PYTEST_ARGS)
+
+# Jepsen-style runs (root and ZooKeeper; docs/jepsen.md): seeds of the queue and the
+# transactional workload under the random nemesis, the secured cluster, and the control that
+# must lose writes. Each run keeps its history, faults and report in jepsen-output/.
+JEPSEN_SEEDS ?= 1 2 3 4 5
+JEPSEN_DURATION ?= 150
+jepsen: $(STAMP)
+	@.ci/install-system-packages
+	@fail=0; for s in $(JEPSEN_SEEDS); do for w in queue txn; do \
+	  $(BIN)/python -m gregor.testing.jepsen --seed $$s --duration $(JEPSEN_DURATION) \
+	    --workload $$w --out jepsen-output/$$w-$$s || fail=1; done; done; \
+	for w in queue txn; do $(BIN)/python -m gregor.testing.jepsen --seed 1 --secure \
+	  --duration $(JEPSEN_DURATION) --workload $$w --out jepsen-output/secure-$$w-1 || fail=1; \
+	done; \
+	$(BIN)/python -m gregor.testing.jepsen --control acks1 --out jepsen-output/control-acks1 \
+	  || fail=1; \
+	exit $$fail
 
 demo: $(STAMP)
 	$(BIN)/gregor demo $(DEMO_ARGS)

@@ -42,6 +42,7 @@ class RunConfig:
     clients: int = 4
     session_ms: int = 3000
     control: str | None = None         # acks1 | unclean: runs that must lose writes
+    secure: bool = False               # the secured cluster (SASL_SSL, SCRAM, ACLs)
     out: str | None = None
     log: object = print
 
@@ -63,7 +64,8 @@ class RunResult:
         counts: dict[str, int] = {}
         for rec in self.faults:
             counts[rec.step.fault] = counts.get(rec.step.fault, 0) + 1
-        lines = [f"seed {self.config.seed}, workload {self.config.workload}, "
+        lines = [f"seed {self.config.seed}, workload {self.config.workload}"
+                 f"{', secured' if self.config.secure else ''}, "
                  f"control {self.config.control or 'none'}: "
                  f"{'VALID' if self.valid else 'INVALID'}",
                  f"faults: {len(self.faults)} ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})",
@@ -111,22 +113,28 @@ def control_plan(cfg: RunConfig) -> list[Step]:
     return [Step(2 * s, "leader-alone", 5 * s, "leader", 0)]
 
 
-def _workload(cfg: RunConfig, bootstrap: str, keys: list[str], history: History):
+def _workload(cfg: RunConfig, cluster: NetnsCluster, keys: list[str], history: History):
     from .jepsen_workload import QueueWorkload, TxnWorkload
     cls = TxnWorkload if cfg.workload == "txn" else QueueWorkload
     acks = "1" if cfg.control == "acks1" else "all"
-    return cls(bootstrap, keys, history, seed=cfg.seed, acks=acks)
+    return cls(cluster.bootstrap, keys, history, seed=cfg.seed, acks=acks,
+               extra=cluster.client_settings)
 
 
 def run(cfg: RunConfig) -> RunResult:
     from .history.checker import check
     from .txn_index_check import check_txn_indexes
-    log = cfg.log
+    started = time.monotonic()
+
+    def log(line: str) -> None:
+        cfg.log(f"[{time.monotonic() - started:6.1f}s] {line}")
     root = Path(cfg.out) if cfg.out else Path(tempfile.mkdtemp(prefix="gregor-jepsen-"))
     root.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(root / "cluster", ignore_errors=True)      # never a previous run's data
     history = History()
     cluster = NetnsCluster(root / "cluster", brokers=3, clients=cfg.clients,
-                           session_ms=cfg.session_ms, settings=broker_settings(cfg))
+                           session_ms=cfg.session_ms, settings=broker_settings(cfg),
+                           secure=cfg.secure)
     keep = cfg.out is not None
     try:
         t0 = time.monotonic()
@@ -138,7 +146,7 @@ def run(cfg: RunConfig) -> RunResult:
         log(f"jepsen: cluster up in {time.monotonic() - t0:.1f}s: {cluster.bootstrap} "
             f"(namespaces {cluster.net.prefix}-*)")
         keys = [key_of(TOPIC, p) for p in range(PARTITIONS)]
-        workload = _workload(cfg, cluster.bootstrap, keys, history)
+        workload = _workload(cfg, cluster, keys, history)
         plan = control_plan(cfg) if cfg.control else \
             schedule(cfg.seed, cfg.duration, cfg.session_ms / 1000.0)
         duration = cfg.duration if not cfg.control else \
@@ -165,6 +173,7 @@ def run(cfg: RunConfig) -> RunResult:
         stop.set()
         for t in threads:
             t.join(60)
+        log("jepsen: clients stopped; final read")
         ends = cluster.run_in(CONTROL, workload.final_read, recovery_timeout(cfg))
         log(f"jepsen: final read up to {ends}")
         report = check(history)
@@ -193,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--session-ms", type=int, default=3000)
     ap.add_argument("--control", choices=CONTROLS, default=None,
                     help="a run that must lose acknowledged writes")
+    ap.add_argument("--secure", action="store_true",
+                    help="the secured cluster: SASL_SSL, SCRAM users, ACL authorizer")
     ap.add_argument("--out", default=None, help="keep history, faults, report and logs here")
     args = ap.parse_args(argv)
     from .netns import unavailable_reason
@@ -202,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cfg = RunConfig(seed=args.seed, duration=args.duration, workload=args.workload,
                     clients=args.clients, session_ms=args.session_ms, control=args.control,
-                    out=args.out)
+                    secure=args.secure, out=args.out)
     result = run(cfg)
     print(result.summary())
     if cfg.control:

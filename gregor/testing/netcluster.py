@@ -35,13 +35,21 @@ def broker_node(broker_id: int) -> str:
 
 
 class NetnsBroker(BrokerProcess):
-    """A BrokerProcess started inside its node's namespace, listening on that address."""
+    """A BrokerProcess started inside its node's namespace, listening on that address, on
+    a port picked free inside the namespace once and kept across restarts."""
 
-    def __init__(self, net: Network, node: str, data_dir: Path, **kwargs):
+    def __init__(self, net: Network, node: str, data_dir: Path, *, protocol: str = "PLAINTEXT",
+                 **kwargs):
         super().__init__(data_dir, **kwargs)
         self.net = net
         self.node = node
         self.host = net.address(node)
+        from ..broker.cluster.zookeeper_server import free_port
+        self.port = net.call(node, free_port, self.host)
+        if protocol != "PLAINTEXT":
+            where = f"{protocol}://{self.host}:{self.port}"
+            self.settings["listeners"] = where
+            self.settings["advertised.listeners"] = where
 
     def command(self) -> list[str]:
         cmd = super().command()
@@ -123,7 +131,10 @@ class NetnsZooKeeper:
 class NetnsCluster:
     def __init__(self, root: str | Path | None = None, brokers: int = 3, clients: int = 4, *,
                  session_ms: int = SESSION_MS, settings: dict | None = None,
-                 network: Network | None = None):
+                 network: Network | None = None, secure: bool = False):
+        """secure: the cluster `gregor cluster --secure` runs (SASL_SSL with SCRAM everywhere,
+        the ACL authorizer, ZooKeeper ACLs), its certificate naming the namespace addresses;
+        `client_settings` are the admin user's librdkafka settings."""
         self._tmp = None
         if root is None:
             self._tmp = tempfile.mkdtemp(prefix="gregor-netns-")
@@ -139,6 +150,9 @@ class NetnsCluster:
         self.brokers: list[NetnsBroker] = []
         self.zk: KazooClient | None = None
         self.chroot = "/gregor"
+        self.secure = secure
+        self.files = None
+        self.client_settings: dict = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -150,11 +164,18 @@ class NetnsCluster:
             connect = f"{self.zookeeper.hosts}{self.chroot}"
             base = {"zookeeper.connect": connect,
                     "zookeeper.session.timeout.ms": self.session_ms}
+            protocol = "PLAINTEXT"
+            if self.secure:
+                protocol = "SASL_SSL"
+                base.update(self._secure_setup(connect))
             base.update(self.settings)
             self.settings = base
             self.brokers = [NetnsBroker(self.net, broker_node(i), self.root / f"broker-{i}",
-                                        broker_id=i, settings=dict(base))
+                                        broker_id=i, settings=dict(base), protocol=protocol)
                             for i in self.broker_ids]
+            if self.secure:
+                self.client_settings = self.files.confluent_settings(self.bootstrap)
+                self.client_settings.pop("bootstrap.servers")
             for b in self.brokers:
                 b.start(60)
             self.zk = self.net.call(CONTROL, self._connect_zk, connect)
@@ -166,11 +187,29 @@ class NetnsCluster:
             raise
         return self
 
-    @staticmethod
-    def _connect_zk(connect: str) -> KazooClient:
-        zk = KazooClient(hosts=connect)
+    def _connect_zk(self, connect: str) -> KazooClient:
+        if self.secure:       # reading secured znodes takes the brokers' ZooKeeper login
+            from ..broker.cluster.zk_security import zk_security
+            from ..broker.config import BrokerConfig
+            zk = zk_security(BrokerConfig(self.files.zk_settings())).client(connect)
+        else:
+            zk = KazooClient(hosts=connect)
         zk.start(30)
         return zk
+
+    def _secure_setup(self, connect: str) -> dict:
+        """The secured cluster's files, a broker certificate naming every broker's namespace
+        address, the SCRAM users in ZooKeeper; returns the brokers' security settings."""
+        from ..cli.cluster_security import SecureClusterFiles, create_users
+        from .netcert import reissue_broker_certificate
+        self.files = SecureClusterFiles.create_or_load(self.root / "secure")
+        reissue_broker_certificate(self.files, [self.net.address(broker_node(i))
+                                                for i in self.broker_ids])
+        self.net.call(CONTROL, create_users, self.files, connect)
+        settings = self.files.broker_settings()
+        settings.pop("listeners")
+        settings.pop("advertised.listeners")
+        return settings
 
     def stop(self) -> None:
         try:
@@ -262,7 +301,8 @@ class NetnsCluster:
         def create():
             from ..client.admin import AdminClient, NewTopic
             configs = {k: str(v) for k, v in (config or {}).items()}
-            with AdminClient({"bootstrap.servers": self.bootstrap}) as admin:
+            with AdminClient({"bootstrap.servers": self.bootstrap,
+                              **self.client_settings}) as admin:
                 admin.create_topics([NewTopic(name, partitions, replication_factor, configs)],
                                     timeout=60)
         self.run_in(CONTROL, create)
