@@ -33,6 +33,25 @@ class CoordinatorLog:
         self.num_partitions = num_partitions
         self.configs = configs
         self.commit_timeout_ms = commit_timeout_ms
+        # cluster mode: partition -> (leader epoch its coordinator loaded it at, load number).
+        # A write is taken only while we still lead that partition at that epoch (Kafka's
+        # coordinator epoch): a coordinator left running on stale state (a broker out of the
+        # cluster, a leadership moved meanwhile) must never append to a partition another
+        # broker leads. The load number tells one loading from the next at the same epoch (a
+        # broker that stepped out and is restated as the leader it was).
+        self._owned: dict[int, tuple[int, int]] = {}
+        self._loads = 0
+
+    def own(self, partition: int, leader_epoch: int) -> None:
+        self._loads += 1
+        self._owned[partition] = (leader_epoch, self._loads)
+
+    def disown(self, partition: int) -> None:
+        self._owned.pop(partition, None)
+
+    def ownership(self, partition: int) -> tuple[int, int] | None:
+        """The current loading's token, None when not owned (or on a single broker)."""
+        return self._owned.get(partition)
 
     def exists(self) -> bool:
         return self.broker.store.get(self.topic) is not None
@@ -74,7 +93,7 @@ class CoordinatorLog:
     async def append(self, partition: int, records: list[tuple[bytes, bytes | None]], *,
                      producer_id: int = -1, producer_epoch: int = -1,
                      base_sequence: int = -1, transactional: bool = False,
-                     origin: str = "client") -> int:
+                     origin: str = "client", leader_epoch: int | None = None) -> int:
         """Append the records as one batch and wait until they are committed; returns the last
         offset. Raises a KafkaError when the write fails or is not committed in time.
         origin="coordinator" skips the producer sequence rules (a coordinator writing a
@@ -86,7 +105,8 @@ class CoordinatorLog:
                 fut.set_result((code, last_offset))
         p = self.append_then(partition, records, done, producer_id=producer_id,
                              producer_epoch=producer_epoch, base_sequence=base_sequence,
-                             transactional=transactional, origin=origin)
+                             transactional=transactional, origin=origin,
+                             leader_epoch=leader_epoch)
         code, last = await fut
         if code:
             raise _commit_error(p, code, last + 1, self.commit_timeout_ms)
@@ -95,15 +115,21 @@ class CoordinatorLog:
     def append_then(self, partition: int, records: list[tuple[bytes, bytes | None]],
                     done: Callable[[int, int], None], *, producer_id: int = -1,
                     producer_epoch: int = -1, base_sequence: int = -1,
-                    transactional: bool = False, origin: str = "client"):
+                    transactional: bool = False, origin: str = "client",
+                    leader_epoch: int | None = None):
         """append() without a coroutine: append now, then call done(error_code, last_offset)
         once the batch is committed (error_code REQUEST_TIMED_OUT when it is not within the
         commit timeout). Raises a KafkaError, without calling done, when the append itself
         fails. Returns the partition. The group coordinator's store uses this: one callback
-        per batch, no task or future per write."""
+        per batch, no task or future per write.
+
+        In a cluster the write is refused (NotLeaderOrFollowerError, nothing appended) unless
+        this broker leads the partition at the epoch its coordinator loaded it at, and at
+        leader_epoch when given (the epoch the writer's state was loaded at)."""
         p = self.broker.replica_manager.get(self.topic, partition)
         if p is None:
             raise NotLeaderOrFollowerError(f"{self.topic}-{partition} is not hosted here")
+        self._check_owner(p, partition, leader_epoch)
         now = int(time.time() * 1000)
         data = encode_batch([(now, k, v, []) for k, v in records], producer_id=producer_id,
                             producer_epoch=producer_epoch, base_sequence=base_sequence,
@@ -114,6 +140,18 @@ class CoordinatorLog:
                             lambda code: done(code, last))
         self.broker.replica_manager.produce_purgatory.try_complete_else_watch(op, [p.key])
         return p
+
+    def _check_owner(self, p, partition: int, leader_epoch: int | None) -> None:
+        if self.broker.cluster is None:
+            return                          # one broker: it leads every partition
+        token = self._owned.get(partition)
+        owned = token[0] if token is not None else None
+        if not p.is_leader or owned is None or owned != p.leader_epoch \
+                or (leader_epoch is not None and leader_epoch != owned):
+            raise NotLeaderOrFollowerError(
+                f"{self.topic}-{partition}: not written, this broker's coordinator state is "
+                f"not the partition's current leadership (leading: {p.is_leader}, leader "
+                f"epoch {p.leader_epoch}, loaded at {owned}, writer's epoch {leader_epoch})")
 
 
 async def wait_committed(broker, partition, end_offset: int, timeout_ms: int) -> None:

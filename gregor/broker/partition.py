@@ -19,7 +19,7 @@ import logging
 from collections import deque
 from typing import Any
 
-from ..protocol.errors import ErrorCode, NotEnoughReplicasError
+from ..protocol.errors import ErrorCode, NotEnoughReplicasError, NotLeaderOrFollowerError
 from .follower_state import FollowerState
 
 log = logging.getLogger("gregor.broker.partition")
@@ -94,7 +94,9 @@ class Partition:
                                  origin: str = "client"):
         """Append validated v2 batches; returns the log's AppendInfo. Raises
         NotEnoughReplicasError (nothing appended) when acks=all cannot be satisfied, and the
-        log's own errors (sequence checks, storage errors)."""
+        log's own errors (sequence checks, storage errors), and NotLeaderOrFollowerError
+        (nothing appended) on a follower: only the fetcher appends to a follower's log."""
+        self._check_leader()
         in_sync = len(self.isr)
         if required_acks == -1 and in_sync < self.min_insync_replicas:
             raise NotEnoughReplicasError(
@@ -112,12 +114,19 @@ class Partition:
                 self.maybe_advance_high_watermark()
         return info
 
+    def _check_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"{self.topic}-{self.index}: this broker is not its leader (leader epoch "
+                f"{self.leader_epoch}); only the leader takes writes")
+
     def append_control_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                               coordinator_epoch: int) -> int:
         """Write a transaction's COMMIT/ABORT marker (the transaction coordinator's write, not
         a client's); returns its offset. A marker older than the producer's epoch is refused
         (InvalidProducerEpochError) by the log's producer rules."""
         from ..protocol.records.batch import encode_control_batch
+        self._check_leader()
         data = encode_control_batch(commit, producer_id=producer_id,
                                     producer_epoch=producer_epoch,
                                     coordinator_epoch=coordinator_epoch,

@@ -149,10 +149,10 @@ class ControllerRequestsMixin:
 
     def _stop(self, part) -> None:
         self.fetchers.unfollow(part.key)
+        self._left_leadership(part)
         if part.is_leader:
             part.make_follower(-1, part.leader_epoch, part.isr, part.replicas,
                                part.state_zk_version)
-            self._left_leadership(part)
             self.broker.replica_manager.notify(part)
 
     # -- LeaderAndIsr ----------------------------------------------------------------------

@@ -371,7 +371,7 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
                          part.index, state.leader_epoch, state.isr, part.log.log_end_offset,
                          part.high_watermark)
                 if part.topic == GROUPS_TOPIC and self.broker.groups is not None:
-                    self.broker.groups.became_leader(part.index)
+                    self.broker.groups.became_leader(part.index, state.leader_epoch)
                 elif part.topic == TXN_TOPIC and self.broker.txn is not None:
                     self.broker.txn.became_leader(part.index, state.leader_epoch)
             part.zk_state = state
@@ -382,8 +382,9 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
         changed = part.make_follower(state.leader, state.leader_epoch, state.isr, replicas,
                                      state.zk_version)
         part.zk_state = state
-        if was_leader:
-            self._left_leadership(part)
+        # always, not only when we led until now: a broker that stepped out was already made
+        # a follower, and its coordinators must be unloaded whatever path got it here
+        self._left_leadership(part)
         if was_leader:
             rm.notify(part)      # waiting fetches and produces answer (and now fail) at once
         if changed or self.fetchers.following(part.key) != state.leader:
@@ -392,6 +393,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
             self.fetchers.follow(part, state.leader, state.leader_epoch)
 
     def _left_leadership(self, part) -> None:
+        """The coordinators' stopped-leading hooks (idempotent): LeaderAndIsr making the
+        partition a follower, StopReplica, stepping out of the cluster."""
         if part.topic == GROUPS_TOPIC and self.broker.groups is not None:
             self.broker.groups.stopped_leading(part.index)
         elif part.topic == TXN_TOPIC and self.broker.txn is not None:

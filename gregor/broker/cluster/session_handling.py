@@ -6,10 +6,12 @@ reports means; this part of the broker acts on it:
   and arm a deadline of one session timeout;
 - cut off for that whole deadline, or the session expired: step out. Stop leading (waiting
   acks=all writes answer NOT_LEADER_OR_FOLLOWER, our Metadata names no leader for those
-  partitions) and refuse every client, followers fetching from us included, while the
-  controller's requests still get through (server.refuse_clients). Another broker may lead
-  our partitions by now, and a client must not take our stale view of the cluster (librdkafka
-  keeps asking the broker it is connected to for Metadata);
+  partitions), unload the group and transaction coordinators' partitions (the same hooks
+  LeaderAndIsr runs; their writes are refused from then on) and refuse every client,
+  followers fetching from us included, while the controller's requests still get through
+  (server.refuse_clients). Another broker may lead our partitions by now, and a client must
+  not take our stale view of the cluster (librdkafka keeps asking the broker it is
+  connected to for Metadata);
 - connected under a new session: register /brokers/ids/<id> again (a new broker epoch, the
   znode's czxid) and read the cluster; the controller notices the new epoch and tells us the
   whole cluster (full LeaderAndIsr, then UpdateMetadata) under it;
@@ -88,6 +90,10 @@ class SessionHandlingMixin:
         fenced = 0
         for part in list(rm.partitions.values()):
             view = self.snapshot.topics.get(part.topic)
+            # the coordinators let go whatever the partition's state here: their timers
+            # must not act on state another broker may own by now (they load it again from
+            # the log if we lead again)
+            self._left_leadership(part)
             if not part.is_leader or view is None:
                 continue
             part.make_follower(-1, part.leader_epoch, part.isr, part.replicas,

@@ -71,7 +71,10 @@ class LogStore:
         self._scheduled = False
 
     def write(self, partition, records, done, producer=None) -> None:
-        self._queued.setdefault(partition, []).append((records, done, producer))
+        # the leadership the write was made under: it is refused if that has changed by the
+        # time the queue is flushed
+        epoch = self.log.ownership(partition)
+        self._queued.setdefault(partition, []).append((records, done, producer, epoch))
         if not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -80,21 +83,30 @@ class LogStore:
         self._scheduled = False
         queued, self._queued = self._queued, {}
         for partition, writes in queued.items():
-            for run in _runs(writes):
-                self._append(partition, run)
+            epoch = self.log.ownership(partition)
+            stale = [w for w in writes if w[3] != epoch]
+            if stale:
+                log.warning("%d write(s) to %s-%d refused: made under a leadership this "
+                            "broker no longer holds", len(stale), TOPIC, partition)
+                _answer(stale, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+            for run in _runs([w for w in writes if w[3] == epoch]):
+                self._append(partition, run, epoch)
 
-    def _append(self, partition: int, run: list) -> None:
+    def _append(self, partition: int, run: list, ownership: tuple | None) -> None:
         producer = run[0][2]
+        epoch = ownership[0] if ownership is not None else None
         records = run[0][0] if len(run) == 1 else [r for w in run for r in w[0]]
         try:
             if producer is None:
                 self.log.append_then(partition, records,
-                                     lambda code, last: _answer(run, code, last))
+                                     lambda code, last: _answer(run, code, last),
+                                     leader_epoch=epoch)
             else:
                 self.log.append_then(partition, records,
                                      lambda code, last: _answer(run, code, last),
                                      producer_id=producer[0], producer_epoch=producer[1],
-                                     transactional=True, origin="coordinator")
+                                     transactional=True, origin="coordinator",
+                                     leader_epoch=epoch)
         except KafkaError as e:
             log.warning("writing %d record(s) to %s-%d failed: %s", len(records), TOPIC,
                         partition, e)
@@ -141,11 +153,11 @@ def _answer(run: list, code: int, last_offset: int) -> None:
     else:
         ends = []
         end = last_offset
-        for records, _done, _p in reversed(run):
+        for records, *_ in reversed(run):
             ends.append(end)
             end -= len(records)
         ends.reverse()
-    for (_records, done, _p), last in zip(run, ends):
+    for (_records, done, *_), last in zip(run, ends):
         try:
             done(code, last)
         except Exception:
@@ -271,13 +283,19 @@ class GroupService:
         if len(self.coordinator.partitions) < self.config.num_partitions:
             self._load_all()
 
-    def became_leader(self, partition: int) -> None:
+    def became_leader(self, partition: int, leader_epoch: int) -> None:
         """Cluster mode: this broker now leads the partition: its groups are ours."""
         self.coordinator.unload_partition(partition)
+        self.store.own(partition, leader_epoch)
         self.coordinator.load_partition(partition, self.store.batches(partition))
-        log.info("coordinating the groups of %s-%d", TOPIC, partition)
+        log.info("coordinating the groups of %s-%d (epoch %d)", TOPIC, partition,
+                 leader_epoch)
 
     def stopped_leading(self, partition: int) -> None:
+        """Every path that makes the partition a follower or takes it away calls this: its
+        groups are unloaded (members told NOT_COORDINATOR) and writes queued or made from
+        now on are refused."""
+        self.store.disown(partition)
         if partition in self.coordinator.partitions:
             self.coordinator.unload_partition(partition)
             log.info("no longer coordinating the groups of %s-%d", TOPIC, partition)

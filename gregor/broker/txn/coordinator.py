@@ -144,6 +144,12 @@ class TransactionCoordinator:
     async def _write(self, n: int, part: _Partition, md: TxnMetadata, t: TxnTransit) -> int:
         """Write t to the log and apply it; returns an error code (0 = applied)."""
         epoch = part.epoch
+        if self.partitions.get(n) is not part:
+            # state from a loading that is gone (the partition was unloaded, perhaps loaded
+            # again since): it must not reach the log, where the current state is
+            if md.pending is t:
+                md.abandon_transition()
+            return E.NOT_COORDINATOR
         value = None if t.state == S.DEAD else log_records.encode_value(t)
         try:
             await self.log.append(n, log_records.encode_key(md.transactional_id), value, epoch)
@@ -329,8 +335,10 @@ class TransactionCoordinator:
         commit = md.state == S.PREPARE_COMMIT
         todo = set(md.partitions)
         backoff = self.config.marker_retry_backoff_ms / 1000.0
+        owner = self.partitions.get(n)      # the loading this work belongs to
         while todo:
-            if self.partitions.get(n) is None or self.partitions[n].epoch != coordinator_epoch:
+            if self.partitions.get(n) is not owner or owner is None \
+                    or owner.epoch != coordinator_epoch:
                 return                      # not ours any more: the new owner finishes it
             try:
                 results = await self.markers.write(md.producer_id, md.producer_epoch, commit,
@@ -347,7 +355,7 @@ class TransactionCoordinator:
             if todo:
                 await asyncio.sleep(backoff)
         part = self.partitions.get(n)
-        if part is None or part.epoch != coordinator_epoch:
+        if part is None or part is not owner or part.epoch != coordinator_epoch:
             return
         if md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return

@@ -21,11 +21,15 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class _LogPort:
-    def __init__(self, store: CoordinatorLog):
+    def __init__(self, store: CoordinatorLog, clustered: bool):
         self.store = store
+        self.clustered = clustered
 
     async def append(self, partition, key, value, coordinator_epoch):
-        await self.store.append(partition, [(key, value)])
+        # in a cluster the coordinator epoch is the leader epoch the partition was loaded at:
+        # a write from state loaded under an older leadership is refused
+        await self.store.append(partition, [(key, value)],
+                                leader_epoch=coordinator_epoch if self.clustered else None)
 
 
 class LocalMarkers:
@@ -97,7 +101,8 @@ class TxnService:
         clock = getattr(broker, "clock", None)     # gregor.testing's ManualClock, or None
         self.sleep = asyncio.sleep if clock is None else clock.sleep
         self.coordinator = TransactionCoordinator(
-            self.config, _LogPort(self.store), markers, broker.producer_ids.next_id,
+            self.config, _LogPort(self.store, broker.cluster is not None), markers,
+            broker.producer_ids.next_id,
             **({} if clock is None else {"clock": clock.time_ms}))
         self._tasks: list[asyncio.Task] = []
 
@@ -129,11 +134,16 @@ class TxnService:
         """Cluster mode: this broker now leads the partition; the leader epoch is the
         coordinator epoch its markers carry (Kafka's)."""
         self.coordinator.unload_partition(partition)
+        self.store.own(partition, leader_epoch)
         self.coordinator.load_partition(partition, leader_epoch, self.store.records(partition))
         log.info("coordinating the transactions of %s-%d (epoch %d)", TOPIC, partition,
                  leader_epoch)
 
     def stopped_leading(self, partition: int) -> None:
+        """Every path that makes the partition a follower or takes it away calls this: the
+        coordinator forgets its state (a new leader loads it from the log) and its writes to
+        the partition are refused from now on."""
+        self.store.disown(partition)
         if partition in self.coordinator.partitions:
             self.coordinator.unload_partition(partition)
             log.info("no longer coordinating the transactions of %s-%d", TOPIC, partition)
