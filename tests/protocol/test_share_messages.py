@@ -33,7 +33,22 @@ EXPECTED = {
     "ShareGroupDescribe": {
         1: (["group_ids", "include_authorized_operations"], ["throttle_time_ms", "groups"]),
     },
+    "DescribeShareGroupOffsets": {0: (["groups"], ["throttle_time_ms", "groups"])},
+    "AlterShareGroupOffsets": {
+        0: (["group_id", "topics"], ["throttle_time_ms", "error_code", "error_message",
+                                     "responses"])},
+    "DeleteShareGroupOffsets": {
+        0: (["group_id", "topics"], ["throttle_time_ms", "error_code", "error_message",
+                                     "responses"])},
 }
+
+
+def test_describe_share_group_offsets_partition_fields():
+    api = messages.api("DescribeShareGroupOffsets")
+    topic = api.response[1].fields[1]
+    assert [f.name for f in topic.fields] == ["topic_name", "topic_id", "partitions"]
+    assert [f.name for f in topic.fields[2].fields] == [
+        "partition_index", "start_offset", "leader_epoch", "error_code", "error_message"]
 
 
 def _names(fields, v):

@@ -31,6 +31,7 @@ MODULES = [
     "leader_and_isr", "update_metadata", "stop_replica", "alter_partition",
     "consumer_group_heartbeat", "consumer_group_describe",
     "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
+    "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
     "describe_client_quotas", "alter_client_quotas",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",

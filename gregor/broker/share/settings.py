@@ -2,8 +2,9 @@
 IncrementalAlterConfigs on resource type GROUP) over the broker's `group.share.*` defaults,
 each kept inside the broker's bounds as Kafka keeps them.
 
-Group configs are read through `broker.group_configs` when the broker has that store
-(`.get(group_id) -> {name: value}`); without one every group runs with the broker's values.
+Group configs are read from the broker's group config store (gregor/broker/group_configs.py,
+fed by IncrementalAlterConfigs) when it is there; without it every group runs with the
+broker's values.
 """
 from __future__ import annotations
 
@@ -55,11 +56,14 @@ def check_auto_offset_reset(value: str) -> str:
 
 
 def _group_configs(broker, group_id: str) -> dict:
-    store = getattr(broker, "group_configs", None)
-    if store is None:
+    """The group's own configs from the broker's group config store (group_configs.py), when
+    this broker has one; values are checked again below, so a bad one falls back safely."""
+    try:
+        from ..group_configs import own_group_configs
+    except ImportError:
         return {}
     try:
-        return dict(store.get(group_id) or {})
+        return dict(own_group_configs(broker, group_id))
     except Exception:
         return {}
 

@@ -262,6 +262,20 @@ CASES = {
     "ShareAcknowledge": Case("ShareAcknowledge", 1, lambda t: {
         "group_id": GROUP, "member_id": "m1", "share_session_epoch": 1, "topics": []},
         E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ)], topic=False),
+    "DescribeShareGroupOffsets": Case("DescribeShareGroupOffsets", 0, lambda t: {
+        "groups": [{"group_id": GROUP, "topics": None}]},
+        E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.DESCRIBE)], topic=False),
+    "AlterShareGroupOffsets": Case("AlterShareGroupOffsets", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_name": t, "partitions": [
+            {"partition_index": 0, "start_offset": 0}]}]},
+        E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ), (T, "topic", Op.READ)]),
+    "AlterShareGroupOffsets-topic": Case("AlterShareGroupOffsets", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_name": t, "partitions": [
+            {"partition_index": 0, "start_offset": 0}]}]},
+        E.TOPIC_AUTHORIZATION_FAILED, [(G, GROUP, Op.READ), (T, "topic", Op.READ)]),
+    "DeleteShareGroupOffsets": Case("DeleteShareGroupOffsets", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_name": t}]},
+        E.GROUP_AUTHORIZATION_FAILED, [(G, GROUP, Op.DELETE)], topic=False),
     "DescribeUserScramCredentials": Case("DescribeUserScramCredentials", 0, lambda t: {
         "users": None}, E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.DESCRIBE)],
         topic=False),
@@ -288,7 +302,7 @@ CASES = {
 PARTIAL = {"OffsetCommit-topic": 1, "OffsetFetch-topic": 1, "AddPartitionsToTxn-topic": 1,
            "AddOffsetsToTxn-group": 1, "OffsetDelete-topic": 1,
            "ConsumerGroupHeartbeat-topic": 1, "Produce-transactional": 1,
-           "ShareGroupHeartbeat-topic": 1}
+           "ShareGroupHeartbeat-topic": 1, "AlterShareGroupOffsets-topic": 1}
 # Answered to everyone (ApiVersions, SASL's own), or filtered instead of refused (checked
 # elsewhere).
 NO_ERROR_APIS = {"ApiVersions", "SaslHandshake", "SaslAuthenticate", "ListGroups",

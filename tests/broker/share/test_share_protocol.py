@@ -290,3 +290,38 @@ def test_acknowledged_records_stay_acknowledged_after_a_restart(broker):
     m.heartbeat()
     assert acquired(m.fetch(tid)) == [(3, 5, 2)]       # only the unacknowledged come back
     assert port_of(broker) > 0
+
+
+def test_share_group_offsets_describe_alter_delete(broker):
+    m, tid = setup(broker, records=5)
+    m.heartbeat()
+    m.fetch(tid)                                   # starts the share-partition at 5 (latest)
+    c = m.client
+    d = c.request("DescribeShareGroupOffsets", 0, {"groups": [{"group_id": "g",
+                                                               "topics": None}]})
+    g = d["groups"][0]
+    assert g["error_code"] == 0
+    assert [(t["topic_name"], [(p["partition_index"], p["start_offset"])
+                               for p in t["partitions"]]) for t in g["topics"]] == \
+        [("t", [(0, 5)])]
+    alter = {"group_id": "g", "topics": [{"topic_name": "t", "partitions": [
+        {"partition_index": 0, "start_offset": 1}]}]}
+    assert c.request("AlterShareGroupOffsets", 0, alter)["error_code"] == 68   # has a member
+    m.heartbeat(epoch=-1)
+    r = c.request("AlterShareGroupOffsets", 0, alter)
+    assert r["error_code"] == 0 and r["responses"][0]["partitions"][0]["error_code"] == 0
+    bad = {"group_id": "g", "topics": [{"topic_name": "t", "partitions": [
+        {"partition_index": 0, "start_offset": 99}]}]}
+    assert c.request("AlterShareGroupOffsets", 0, bad)["responses"][0]["partitions"][0][
+        "error_code"] == 42
+    m2 = Member(broker, "g", ["t"])
+    m2.heartbeat()
+    assert acquired(m2.fetch(tid)) == [(1, 4, 1)]     # from the new start
+    m2.heartbeat(epoch=-1)
+    m2.fetch(tid, epoch=-1)
+    r = c.request("DeleteShareGroupOffsets", 0, {"group_id": "g",
+                                                 "topics": [{"topic_name": "t"}]})
+    assert r["error_code"] == 0 and r["responses"][0]["error_code"] == 0
+    d = c.request("DescribeShareGroupOffsets", 0, {"groups": [{"group_id": "g", "topics": [
+        {"topic_name": "t", "partitions": [0]}]}]})
+    assert d["groups"][0]["topics"][0]["partitions"][0]["start_offset"] == -1
