@@ -73,6 +73,10 @@ class Consumer(GroupMethods):
         self._reset_policy = cfg["auto.offset.reset"]
         self._key_de = _deserializer(cfg["key.deserializer"], "key")
         self._value_de = _deserializer(cfg["value.deserializer"], "value")
+        # deserializers that also decode whole Arrow columns (gregor.serde's Avro)
+        self._key_arrow = getattr(getattr(self._key_de, "__self__", None), "decode_arrow", None)
+        self._value_arrow = getattr(getattr(self._value_de, "__self__", None), "decode_arrow",
+                                    None)
         if network is None:
             from ..network import NetworkClient
             md = Metadata(cfg["metadata.max.age.ms"],
@@ -274,13 +278,18 @@ class Consumer(GroupMethods):
         next_offset still says where the partition's position moved to.
 
         arrow=True returns ArrowRecords instead: the same columns as pyarrow arrays, decoded
-        without a Python object per record (the fast path for bulk readers)."""
+        without a Python object per record (the fast path for bulk readers). With a
+        gregor.serde AvroDeserializer as key/value.deserializer, keys/values are then typed
+        Arrow columns of its reader schema (a struct for a record), also decoded in bulk."""
         self._decode_arrow = arrow
         chunks = self._poll_columns(timeout, max_records or float("inf"))
         if arrow:
             from .arrow_records import ArrowRecords
-            return [ArrowRecords.from_columns(c) if isinstance(c, PartitionRecords) else c
-                    for c in chunks]
+            out = [ArrowRecords.from_columns(c) if isinstance(c, PartitionRecords) else c
+                   for c in chunks]
+            if self._key_arrow is not None or self._value_arrow is not None:
+                self._decode_arrow_columns(out)
+            return out
         return [c if isinstance(c, PartitionRecords) else c.to_columns() for c in chunks]
 
     def _poll_columns(self, timeout: float, limit) -> list[PartitionRecords]:
@@ -521,6 +530,21 @@ class Consumer(GroupMethods):
     def _drop_buffered(self, pred) -> None:
         self._buffer = collections.deque(
             e for e in self._buffer if not pred((e[0].topic, e[0].partition)))
+
+    def _decode_arrow_columns(self, chunks) -> None:
+        """keys / values of ArrowRecords decoded into typed columns, in place."""
+        for c in chunks:
+            for name, fn in (("keys", self._key_arrow), ("values", self._value_arrow)):
+                if fn is None or not len(c):
+                    continue
+                try:
+                    setattr(c, name, fn(getattr(c, name), c.topic))
+                except Exception as e:
+                    row = getattr(e, "row", None)
+                    where = f" offset {c.offset_at(row)}" if row is not None else ""
+                    what = "key" if name == "keys" else "value"
+                    raise ClientError(f"{what}.deserializer failed on {c.topic}-{c.partition}"
+                                      f"{where}: {e}") from e
 
     def _deserialize(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
         kd, vd = self._key_de, self._value_de

@@ -147,6 +147,19 @@ def _as_list(x, what):
     return x
 
 
+def _typed(ser, column, topic):
+    """A typed Arrow column encoded by a serializer that takes whole columns (gregor.serde's
+    Avro: encode_arrow); anything else as it is."""
+    if ser is None or column is None or not is_arrow(column):
+        return column
+    encode = getattr(getattr(ser, "__self__", None), "encode_arrow", None)
+    import pyarrow as pa
+    t = getattr(column, "type", None)
+    if encode is None or t is None or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return column
+    return encode(column, topic)
+
+
 def _from_table(table):
     names = table.column_names
     if "value" not in names:
@@ -248,6 +261,8 @@ def send_batch(producer, topic, values, keys=None, partition=None, timestamps=No
         values, tkeys, tts = _from_table(values)
         keys = tkeys if keys is None else keys
         timestamps = tts if timestamps is None else timestamps
+    values = _typed(producer._value_ser, values, topic)
+    keys = _typed(producer._key_ser, keys, topic)
     values, keys, arrow = _columns(producer, values, keys, partition, headers)
     n = len(values)
     if keys is not None and len(keys) != n:
