@@ -5,7 +5,8 @@ history while the nemesis breaks things, a heal, a final read, the checker's ver
     python -m gregor.testing.jepsen --seed 3 --workload txn --clients 4
     python -m gregor.testing.jepsen --control acks1      # must FAIL: acknowledged writes lost
 
-Needs root (network namespaces) and ZooKeeper. Prints the faults, the operations, the
+Needs ZooKeeper, and root for network namespaces; without root it says so in one line and
+cuts links through userspace proxies instead (--network proxy forces that). Prints the faults, the operations, the
 anomalies and the availability figures, then exits 0 when the history is valid and every
 replica's transaction index agrees with its log, 1 otherwise. --out DIR keeps the history
 (JSON lines), the fault log, the report and the brokers' logs.
@@ -43,6 +44,7 @@ class RunConfig:
     session_ms: int = 3000
     control: str | None = None         # acks1 | unclean: runs that must lose writes
     secure: bool = False               # the secured cluster (SASL_SSL, SCRAM, ACLs)
+    network: str = "auto"              # auto | netns | proxy (the fallback without root)
     out: str | None = None
     log: object = print
 
@@ -121,6 +123,30 @@ def _workload(cfg: RunConfig, cluster: NetnsCluster, keys: list[str], history: H
                extra=cluster.client_settings)
 
 
+def _start_cluster(cfg: RunConfig, root: Path, log):
+    """A NetnsCluster, or where namespaces cannot be made, the proxied fallback."""
+    from .netns import NetnsUnavailable, unavailable_reason
+    why = "asked for" if cfg.network == "proxy" else unavailable_reason()
+    if why is None:
+        cluster = NetnsCluster(root, brokers=3, clients=cfg.clients, session_ms=cfg.session_ms,
+                               settings=broker_settings(cfg), secure=cfg.secure)
+        try:
+            return cluster.start()
+        except NetnsUnavailable as e:
+            if cfg.network == "netns":
+                raise
+            why = str(e)
+    if cfg.network == "netns":
+        raise RuntimeError(f"network namespaces unavailable: {why}")
+    if cfg.secure:
+        raise RuntimeError(f"the secured run needs network namespaces: {why}")
+    log(f"jepsen: network namespaces unavailable ({why}); cuts go through userspace proxies "
+        "(two-way, per broker link, none between clients and brokers)")
+    from .proxynet import ProxyRunCluster
+    return ProxyRunCluster(root, brokers=3, clients=cfg.clients, session_ms=cfg.session_ms,
+                           settings=broker_settings(cfg), log=log).start()
+
+
 def run(cfg: RunConfig) -> RunResult:
     from .history.checker import check
     from .txn_index_check import check_txn_indexes
@@ -132,19 +158,16 @@ def run(cfg: RunConfig) -> RunResult:
     root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(root / "cluster", ignore_errors=True)      # never a previous run's data
     history = History()
-    cluster = NetnsCluster(root / "cluster", brokers=3, clients=cfg.clients,
-                           session_ms=cfg.session_ms, settings=broker_settings(cfg),
-                           secure=cfg.secure)
     keep = cfg.out is not None
+    t0 = time.monotonic()
+    cluster = _start_cluster(cfg, root / "cluster", log)
     try:
-        t0 = time.monotonic()
-        cluster.start()
         topic_config = {"min.insync.replicas": 2}
         if cfg.control == "unclean":
             topic_config["unclean.leader.election.enable"] = "true"
         cluster.create_topic(TOPIC, PARTITIONS, 3, topic_config)
         log(f"jepsen: cluster up in {time.monotonic() - t0:.1f}s: {cluster.bootstrap} "
-            f"(namespaces {cluster.net.prefix}-*)")
+            f"(network {cluster.net.prefix})")
         keys = [key_of(TOPIC, p) for p in range(PARTITIONS)]
         workload = _workload(cfg, cluster, keys, history)
         plan = control_plan(cfg) if cfg.control else \
@@ -205,15 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--secure", action="store_true",
                     help="the secured cluster: SASL_SSL, SCRAM users, ACL authorizer")
     ap.add_argument("--out", default=None, help="keep history, faults, report and logs here")
+    ap.add_argument("--network", choices=("auto", "netns", "proxy"), default="auto",
+                    help="netns needs root; proxy is the fallback auto picks without it")
     args = ap.parse_args(argv)
-    from .netns import unavailable_reason
-    why = unavailable_reason()
-    if why:
-        print(f"jepsen: cannot run: {why}", file=sys.stderr)
-        return 2
     cfg = RunConfig(seed=args.seed, duration=args.duration, workload=args.workload,
                     clients=args.clients, session_ms=args.session_ms, control=args.control,
-                    secure=args.secure, out=args.out)
+                    secure=args.secure, network=args.network, out=args.out)
     result = run(cfg)
     print(result.summary())
     if cfg.control:
