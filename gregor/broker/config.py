@@ -10,6 +10,7 @@ synonyms (`log.segment.bytes`, `log.retention.ms`, ...); `topic_defaults()` reso
 """
 from __future__ import annotations
 
+import difflib
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -158,6 +159,14 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "Heartbeat interval given to members of consumer-protocol (KIP-848) groups."),
     _s("group.consumer.session.timeout.ms", "int", 45000,
        "A consumer-protocol group member silent this long is removed from its group."),
+    _s("group.consumer.min.session.timeout.ms", "int", 45000,
+       "Smallest consumer.session.timeout.ms a consumer-protocol group may set."),
+    _s("group.consumer.max.session.timeout.ms", "int", 60000,
+       "Largest consumer.session.timeout.ms a consumer-protocol group may set."),
+    _s("group.consumer.min.heartbeat.interval.ms", "int", 5000,
+       "Smallest consumer.heartbeat.interval.ms a consumer-protocol group may set."),
+    _s("group.consumer.max.heartbeat.interval.ms", "int", 15000,
+       "Largest consumer.heartbeat.interval.ms a consumer-protocol group may set."),
     _s("group.consumer.max.size", "int", 2147483647,
        "Members one consumer-protocol (KIP-848) group may have."),
     _s("group.consumer.assignors", "list", "uniform,range",
@@ -255,6 +264,15 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in [
        "false = plain threads, as in Kafka."),
     _s("gregor.shutdown.timeout.ms", "long", 10000,
        "How long a graceful shutdown waits for in-flight requests."),
+    # the Schema Registry in the broker's process (gregor/registry/embedded.py)
+    _s("schema.registry.listeners", "string", None,
+       "Serve Confluent's Schema Registry API here too, e.g. http://127.0.0.1:8081 (port 0: a "
+       "free one); it is a Kafka client of the cluster like a standalone `gregor registry`."),
+    _s("schema.registry.kafkastore.bootstrap.servers", "string", None,
+       "Where the embedded registry connects (default: this broker's first listener)."),
+    _s("schema.registry.kafkastore.config.file", "string", None,
+       "Client settings for the embedded registry (security.protocol, sasl.*, ssl.*), "
+       "Kafka's properties format, for a secured listener."),
 ]}
 
 
@@ -334,7 +352,8 @@ def parse_value(name: str, type_: str, raw: Any) -> Any:
     except ValueError as e:
         if isinstance(e, ConfigError):
             raise
-        raise ConfigError(f"{name} expects a {type_}, got {s!r}") from None
+        article = "an" if str(type_)[:1] in "aeiou" else "a"
+        raise ConfigError(f"{name} expects {article} {type_}, got {s!r}") from None
     return s
 
 
@@ -429,7 +448,10 @@ class BrokerConfig:
             if v is not None:
                 cfg.set(k, v)
         for k in cfg.unknown:
-            log.warning("config %s is not a known broker setting; it is kept but unused", k)
+            close = difflib.get_close_matches(k, BROKER_SETTINGS, n=3, cutoff=0.8)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            log.warning("config %s is not a known broker setting; it is kept but unused%s",
+                        k, hint)
         return cfg
 
     def set(self, name: str, value: Any) -> None:

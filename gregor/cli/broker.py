@@ -88,6 +88,28 @@ async def _serve(config, metrics_port) -> int:
         for name, (l_host, l_port) in broker.bound.items():
             print(f"gregor broker listener {name} on {l_host}:{l_port}", flush=True)
     print(f"gregor broker ready on {host}:{port}", flush=True)
+    registry = await _start_registry(broker, host, port, log)
+    if registry is False:
+        await broker.shutdown()
+        return 1
     await stop.wait()
+    if registry is not None:
+        await registry.stop()
     await broker.shutdown()
     return 0
+
+
+async def _start_registry(broker, host, port, log):
+    """The embedded Schema Registry when schema.registry.listeners is set (None if not,
+    False if it could not start)."""
+    if not broker.config.get("schema.registry.listeners"):
+        return None
+    from ..registry.embedded import registry_for
+    try:
+        registry = registry_for(broker.config, host, port)
+        await registry.start()
+    except Exception as e:
+        log.error("schema registry failed to start: %s", e)
+        return False
+    print(f"gregor schema registry ready on {registry.url}", flush=True)
+    return registry

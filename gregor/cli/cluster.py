@@ -140,7 +140,13 @@ def _wait_formed(endpoints: list[str], timeout: float, client_settings: dict | N
                    "the admin client's settings.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="A broker setting for every broker (repeatable).")
-def command(brokers, data_dir, port, zookeeper_port, secure, settings):
+@click.option("--schema-registry-port", type=int, default=None,
+              help="Port of the Schema Registry started beside the brokers (default 8081, or a "
+                   "free one with --port 0).")
+@click.option("--no-schema-registry", is_flag=True, default=False,
+              help="Do not start a Schema Registry.")
+def command(brokers, data_dir, port, zookeeper_port, secure, settings, schema_registry_port,
+            no_schema_registry):
     """Run ZooKeeper and a cluster of gregor brokers on this machine."""
     from ..broker.cluster import zookeeper_server as zk
 
@@ -192,6 +198,10 @@ def command(brokers, data_dir, port, zookeeper_port, secure, settings):
                   flush=True)
         _wait_formed(endpoints, 60, client_settings)
         print(f"gregor cluster ready on {','.join(endpoints)}", flush=True)
+        registry = None
+        if not no_schema_registry:
+            registry = _start_registry(endpoints, client_settings, schema_registry_port,
+                                       port)
         if files is not None:
             from .cluster_security import describe
             print(describe(files, ",".join(endpoints)), flush=True)
@@ -201,6 +211,8 @@ def command(brokers, data_dir, port, zookeeper_port, secure, settings):
                 break                    # every broker is gone: nothing left to run
             time.sleep(0.2)
     finally:
+        if not no_schema_registry and locals().get("registry") is not None:
+            registry.stop()
         for p in procs:
             if p.poll() is None:
                 p.terminate()
@@ -213,3 +225,19 @@ def command(brokers, data_dir, port, zookeeper_port, secure, settings):
             zk_proc.wait(30)
         except subprocess.TimeoutExpired:
             zk_proc.kill()
+
+
+def _start_registry(endpoints, client_settings, registry_port, broker_port):
+    """The Schema Registry as a client of the new cluster, in this process (its state is in
+    the cluster's _schemas topic); prints its ready line."""
+    from ..registry.server import RegistryThread
+    if registry_port is None:
+        registry_port = 8081 if broker_port else 0
+    cfg = {"bootstrap.servers": ",".join(endpoints), **(client_settings or {})}
+    try:
+        registry = RegistryThread(cfg, port=registry_port).start()
+    except Exception as e:
+        print(f"warning: the schema registry did not start: {e}", flush=True)
+        return None
+    print(f"gregor schema registry ready on {registry.url}", flush=True)
+    return registry

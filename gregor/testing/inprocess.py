@@ -92,11 +92,13 @@ class LoopBackend:
 class Broker(FaultTarget):
     def __init__(self, config: dict | None = None, data_dir: str | Path | None = None, *,
                  clock: str | Any | None = None, request_log: int = 1000,
-                 proxy: bool = False):
+                 proxy: bool = False, schema_registry: bool = False):
         """config: broker settings by Kafka's names. clock: None (real time), "manual" or a
         ManualClock to drive the coordinators' timers (broker.clock). request_log: how many
         recent requests requests() keeps (0: none). proxy: clients reach the broker through
-        a TcpProxy (broker.proxy) that the broker advertises, so its faults hit them."""
+        a TcpProxy (broker.proxy) that the broker advertises, so its faults hit them.
+        schema_registry: serve the Schema Registry in the broker's process too
+        (`schema_registry_url`; as schema.registry.listeners=http://127.0.0.1:0)."""
         self.settings = {**TEST_DEFAULTS, **check_settings(config)}
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self.data_dir: Path | None = self._given_dir
@@ -113,6 +115,10 @@ class Broker(FaultTarget):
         self._interceptor = None
         self._tmp: str | None = None
         self._backend = LoopBackend(self)
+        if schema_registry:
+            self.settings.setdefault("schema.registry.listeners", "http://127.0.0.1:0")
+        self._registry = None
+        self._registry_port = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -128,6 +134,13 @@ class Broker(FaultTarget):
         return f"{self.host}:{self.port}"
 
     bootstrap = bootstrap_servers
+
+    @property
+    def schema_registry_url(self) -> str:
+        """http://127.0.0.1:PORT of the embedded Schema Registry (schema_registry=True)."""
+        if self._registry is None:
+            raise RuntimeError("no schema registry: start the Broker with schema_registry=True")
+        return self._registry.url
 
     @property
     def broker(self):
@@ -180,7 +193,18 @@ class Broker(FaultTarget):
         self._interceptor = Interceptor(broker, request_log=self.request_log)
         self._interceptor.install(broker.server)
         self._broker = broker
+        if config.get("schema.registry.listeners"):
+            await self._start_registry(config, host, port)
         return host, port
+
+    async def _start_registry(self, config, host, port) -> None:
+        from ..registry.embedded import registry_for
+        registry = registry_for(config, host, port)
+        if self._registry_port:            # a restart keeps the URL clients know
+            registry.port = self._registry_port
+        await registry.start()
+        self._registry = registry
+        self._registry_port = int(registry.url.rsplit(":", 1)[1])
 
     def stop(self, timeout: float = 30.0) -> None:
         """Shut the broker down cleanly (logs flushed and closed), end its thread, and remove
@@ -198,6 +222,9 @@ class Broker(FaultTarget):
         if self._interceptor is not None:
             self._interceptor.close()
         try:
+            if self._registry is not None:
+                registry, self._registry = self._registry, None
+                await registry.stop()
             await self._broker.shutdown()
         finally:
             if self.clock is not None:
@@ -224,6 +251,7 @@ class Broker(FaultTarget):
             self._tmp = None
             self.data_dir = None
             self.port = 0                  # a fresh directory is a fresh broker
+            self._registry_port = 0
 
     def restart(self, timeout: float = 30.0) -> "Broker":
         """Stop cleanly and start again on the same data and port (data_dir must be given,

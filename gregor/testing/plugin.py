@@ -94,6 +94,16 @@ def gregor_broker_session():
 
 
 @pytest.fixture
+def gregor_schema_registry(request):
+    """An in-process broker serving the Schema Registry in its process too, for this test
+    alone: `.schema_registry_url` for the registry's clients, `.bootstrap_servers` as usual."""
+    from .inprocess import Broker
+    settings, options = _options(request)
+    with Broker(settings, clock=options.get("clock"), schema_registry=True) as broker:
+        yield broker
+
+
+@pytest.fixture
 def unique_topic(gregor_broker_session, request) -> str:
     """A topic of its own on the session broker, named after the test (1 partition; make more
     with gregor_broker_session.create_topic)."""
