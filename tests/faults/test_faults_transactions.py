@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from tests.support.broker import BrokerProcess  # noqa: E402
+from tests.support.txn_indexes import assert_txn_indexes_match_logs  # noqa: E402
 
 TIMEOUT = 30
 
@@ -79,3 +80,5 @@ def test_kill_9_mid_transactions(tmp_path):
         assert _read(bs, "t", "read_committed", expect=61) == sorted(committed + [b"E-0"])
     finally:
         b.stop()
+    # B aborted by its producer, D by the new instance: on both partitions
+    assert_txn_indexes_match_logs([tmp_path / "data"], aborts_at_least=4)

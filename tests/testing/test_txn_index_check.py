@@ -14,11 +14,13 @@ def _log(directory) -> Log:
     log = Log.open(str(directory), LogConfig.from_dict({"segment.bytes": 100_000}))
     now = int(time.time() * 1000)           # recent: no time-based roll between batches
     log.append(make_batch(2, producer_id=7, producer_epoch=0, base_sequence=0,
-                          transactional=True, timestamp=now))                               # 0-1
+                          transactional=True, timestamp=now))          # 0-1
     log.append(make_batch(1, producer_id=8, producer_epoch=0, base_sequence=0,
-                          transactional=True, timestamp=now))                               # 2
-    log.append(bytearray(encode_control_batch(False, producer_id=7, producer_epoch=0, timestamp_ms=now)))  # 3
-    log.append(bytearray(encode_control_batch(True, producer_id=8, producer_epoch=0, timestamp_ms=now)))   # 4
+                          transactional=True, timestamp=now))          # 2
+    log.append(bytearray(encode_control_batch(False, producer_id=7, producer_epoch=0,
+                                              timestamp_ms=now)))     # 3
+    log.append(bytearray(encode_control_batch(True, producer_id=8, producer_epoch=0,
+                                              timestamp_ms=now)))     # 4
     return log
 
 
@@ -61,3 +63,15 @@ def test_unknown_history_is_not_judged(tmp_path):
     log2.close()
     assert check_partition_txn_index(str(d)) == []
     assert index.exists()
+
+
+def test_unknown_history_still_needs_the_marker(tmp_path):
+    d = tmp_path / "t-0"
+    _log(d).close()
+    with open(os.path.join(d, "log-start-offset"), "w") as f:
+        f.write("1\n")
+    log2 = Log.open(str(d))
+    log2.txn_index.append(0, 8, 2, 4, 5)                      # offset 4 is a COMMIT
+    log2.close()
+    [problem] = check_partition_txn_index(str(d))
+    assert "no ABORT marker of pid 8 at offset 4" in problem

@@ -11,6 +11,7 @@ import pytest
 
 from tests.broker.cluster.test_replication import create_topic, new_cluster, state
 from tests.support.cluster import BrokerCluster
+from tests.support.txn_indexes import assert_txn_indexes_match_logs
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -58,6 +59,7 @@ def test_transactions_span_partitions_led_by_every_broker(zookeeper_server, tmp_
         p.begin_transaction()
         for i in range(30):
             p.produce("tx", b"a%d" % i, partition=i % 3)
+        assert p.flush(60) == 0      # on every replica's log before the abort, not purged
         p.abort_transaction(60)
         got = read_committed(c.bootstrap, "tx", 3, 30)
         assert sorted(got) == sorted(b"c%d" % i for i in range(30))
@@ -82,6 +84,8 @@ def test_transactions_span_partitions_led_by_every_broker(zookeeper_server, tmp_
         assert sorted(got) == sorted(want)
     finally:
         c.stop()
+    # every replica, the killed coordinator's too: one aborted transaction on 3 partitions
+    assert_txn_indexes_match_logs([b.data_dir for b in c.brokers], aborts_at_least=9)
 
 
 def test_offsets_sent_to_a_transaction_commit_with_it(zookeeper_server, tmp_path):
@@ -121,3 +125,4 @@ def test_offsets_sent_to_a_transaction_commit_with_it(zookeeper_server, tmp_path
             sorted(b"%d!" % i for i in range(10))
     finally:
         c.stop()
+    assert_txn_indexes_match_logs([b.data_dir for b in c.brokers])
