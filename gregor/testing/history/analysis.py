@@ -30,6 +30,20 @@ class Analysis:
     version: dict[str, dict[int, set]] = field(default_factory=lambda: defaultdict(dict))
     offsets_of: dict[tuple[str, Any], list[int]] = field(default_factory=dict)
     _index: dict[str, list[int]] = field(default_factory=dict)
+    _sends: dict[int, list] = field(default_factory=dict)     # completion index -> sends
+    _reads: dict[int, list] = field(default_factory=dict)     # completion index -> reads
+
+    def sends_of(self, op: Op) -> list:
+        got = self._sends.get(op.index)
+        if got is None:
+            got = self._sends[op.index] = op.sends()
+        return got
+
+    def reads_of(self, op: Op) -> list:
+        got = self._reads.get(op.index)
+        if got is None:
+            got = self._reads[op.index] = op.reads()
+        return got
 
     @property
     def ops(self) -> list[Op]:
@@ -73,19 +87,21 @@ def analyze(history: History | list[Op]) -> Analysis:
         pairs.append((inv, done))
     a = Analysis(pairs=pairs, invoke_of={done.index: inv for inv, done in pairs})
     data_ops = [done for _, done in pairs if done.f in (SEND, POLL, TXN)]
+    for op in data_ops:
+        a._sends[op.index], a._reads[op.index] = op.sends(), op.reads()
 
     for op in data_ops:
-        for k, _, v in op.sends():
+        for k, _, v in a.sends_of(op):
             a.writer.setdefault((k, v), op)
         if op.type == OK:
-            for k, _, v in op.reads():
+            for k, _, v in a.reads_of(op):
                 a.ok_reads[k].add(v)
 
     for op in data_ops:
         if op.type == OK:
             a.committed.add(op.index)
         elif op.type == INFO:
-            sends = op.sends()
+            sends = a.sends_of(op)
             acked = op.f == SEND and any(o is not None for _, o, _ in sends)
             if acked or any(v in a.ok_reads.get(k, ()) for k, _, v in sends):
                 a.committed.add(op.index)
@@ -95,10 +111,10 @@ def analyze(history: History | list[Op]) -> Analysis:
 
     for op in data_ops:
         if op.type != FAIL and op.index in a.committed:
-            for k, o, v in op.sends():
+            for k, o, v in a.sends_of(op):
                 if o is not None:
                     place(k, o, v)
-        for k, o, v in op.reads():
+        for k, o, v in a.reads_of(op):
             place(k, o, v)
 
     by_value: dict[tuple[str, Any], set[int]] = defaultdict(set)

@@ -100,7 +100,7 @@ def wr_cycles(a: Analysis) -> list[dict]:
     for op in a.ops:
         if op.type != OK:
             continue
-        for k, o, v in op.reads():
+        for k, o, v in a.reads_of(op):
             w = a.writer.get((k, v))
             if w is not None and w.index in ops and w.index != op.index:
                 edges[w.index].add(op.index)
@@ -142,7 +142,7 @@ def realtime_ww(a: Analysis) -> list[dict]:
     ops = _committed_ops(a)
     per_key: dict[str, list[tuple[int, Op]]] = defaultdict(list)
     for op in ops.values():
-        for k, o, _ in op.sends():
+        for k, o, _ in a.sends_of(op):
             if o is not None:
                 per_key[k].append((o, op))
     out = []
@@ -169,7 +169,7 @@ def realtime_wr(a: Analysis) -> list[dict]:
     for op in a.ops:
         if op.type != OK:
             continue
-        for k, o, v in op.reads():
+        for k, o, v in a.reads_of(op):
             w = a.writer.get((k, v))
             if w is not None and w.index != op.index and a.invoke_of[w.index].time > op.time:
                 out.append({"key": k, "value": v, "offset": o, "reader": op.index,

@@ -55,7 +55,8 @@ class History:
             return self._append_locked(op)
 
     def _append_locked(self, op: Op) -> Op:
-        op = op.with_index(len(self._ops))
+        if op.index != len(self._ops):
+            op = op.with_index(len(self._ops))
         if op.type == INVOKE:
             if op.process in self._open:
                 raise ValueError(f"process {op.process!r} invoked {op.f} while its "

@@ -60,7 +60,7 @@ def unseen(a: Analysis) -> list[dict]:
         missing = [(v, w) for v, w in committed[k].items() if v not in read]
         if not missing:
             continue
-        offs = [o for _, w in missing for kk, o, vv in w.sends() if kk == k and o is not None]
+        offs = [o for _, w in missing for kk, o, vv in a.sends_of(w) if kk == k and o is not None]
         missing.sort(key=lambda vw: vw[1].index)
         out.append({"key": k, "count": len(missing),
                     "values": [v for v, _ in missing[:16]],

@@ -12,8 +12,8 @@ from gregor.testing.history.analysis import Analysis
 def _ops_touching(a: Analysis, k: str, offset: int) -> list[int]:
     out = []
     for op in a.ops:
-        if any(kk == k and o == offset for kk, o, _ in op.sends()) or \
-                any(kk == k and o == offset for kk, o, _ in op.reads()):
+        if any(kk == k and o == offset for kk, o, _ in a.sends_of(op)) or \
+                any(kk == k and o == offset for kk, o, _ in a.reads_of(op)):
             out.append(op.index)
     return out
 

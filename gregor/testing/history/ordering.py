@@ -52,7 +52,7 @@ def polls(a: Analysis) -> dict[str, list[dict]]:
         seen = last.setdefault(op.process, {})
         for k in moved:
             seen.pop(k, None)
-        for k, offsets in _runs(op.reads()).items():
+        for k, offsets in _runs(a.reads_of(op)).items():
             if k not in moved:
                 for before, after in zip(offsets, offsets[1:]):
                     d = a.delta(k, before, after)
@@ -80,7 +80,7 @@ def sends(a: Analysis) -> dict[str, list[dict]]:
             continue
         if op.f not in (SEND, TXN) or op.type not in (OK, INFO):
             continue
-        per = _runs((k, o, v) for k, o, v in op.sends() if o is not None)
+        per = _runs((k, o, v) for k, o, v in a.sends_of(op) if o is not None)
         seen = last.setdefault(op.process, {})
         for k, offsets in per.items():
             for before, after in zip(offsets, offsets[1:]):

@@ -14,7 +14,7 @@ from gregor.testing.history.op import FAIL
 def aborted_read(a: Analysis) -> list[dict]:
     out = []
     for op in a.ops:
-        for k, o, v in op.reads():
+        for k, o, v in a.reads_of(op):
             w = a.writer.get((k, v))
             if w is not None and w.type == FAIL and w.index != op.index:
                 out.append({"key": k, "value": v, "offset": o, "reader": op.index,
@@ -25,10 +25,10 @@ def aborted_read(a: Analysis) -> list[dict]:
 def precommitted_read(a: Analysis) -> list[dict]:
     out = []
     for op in a.ops:
-        mine = {(k, v) for k, _, v in op.sends()}
+        mine = {(k, v) for k, _, v in a.sends_of(op)}
         if not mine:
             continue
-        for k, o, v in op.reads():
+        for k, o, v in a.reads_of(op):
             if (k, v) in mine:
                 out.append({"key": k, "value": v, "offset": o, "op": op.index})
     return out
