@@ -48,9 +48,13 @@ def _listen(value: str) -> tuple[str, int]:
               help="Require client certificates signed by this CA (mTLS).")
 @click.option("--replication-factor", type=int, default=None,
               help="For a new _schemas topic (default: min(3, brokers)).")
+@click.option("--session-timeout-ms", type=int, default=10000, show_default=True,
+              envvar="GREGOR_REGISTRY_SESSION_TIMEOUT_MS",
+              help="How long the group waits for a silent instance before electing another "
+                   "writer (heartbeats every third of it, at most 3 s).")
 @click.option("--log-level", default="WARNING", show_default=True)
 def command(bootstrap, listen, props, advertised_url, follower_only, users_file, tls_cert,
-            tls_key, tls_client_ca, replication_factor, log_level):
+            tls_key, tls_client_ca, replication_factor, session_timeout_ms, log_level):
     """Serve Confluent's Schema Registry REST API, storing schemas in `_schemas`."""
     from ..registry.auth import AuthConfigError, load_users, server_tls_context
     from ..registry.server import SchemaRegistry
@@ -67,7 +71,10 @@ def command(bootstrap, listen, props, advertised_url, follower_only, users_file,
     cfg = client_config(bootstrap, parse_props(props))
     registry = SchemaRegistry(cfg, host, port, ssl_context=ssl_context, users=users,
                               replication_factor=replication_factor,
-                              leader_eligible=not follower_only, advertised_url=advertised_url)
+                              leader_eligible=not follower_only, advertised_url=advertised_url,
+                              election_settings={
+                                  "session_timeout_ms": session_timeout_ms,
+                                  "heartbeat_interval_ms": min(3000, session_timeout_ms // 3)})
 
     async def main():
         stop = asyncio.Event()

@@ -35,7 +35,7 @@ class SchemaRegistry:
                  ssl_context=None, users: dict | None = None, max_body: int = DEFAULT_MAX_BODY,
                  topic: str = TOPIC, replication_factor: int | None = None,
                  leader_eligible: bool = True, election: bool = True,
-                 advertised_url: str | None = None):
+                 advertised_url: str | None = None, election_settings: dict | None = None):
         self.client_config = dict(client_config)
         self.host, self.port = host, port
         self.ssl_context = ssl_context
@@ -47,6 +47,8 @@ class SchemaRegistry:
         self.leader_eligible = leader_eligible
         self.use_election = election
         self.advertised_url = advertised_url
+        # LeaderElection's session_timeout_ms / heartbeat_interval_ms (Confluent's defaults)
+        self.election_settings = dict(election_settings or {})
         self.election = None
         self._server = None
         self.url: str | None = None
@@ -69,7 +71,8 @@ class SchemaRegistry:
             from .forwarding import forward
             self.election = LeaderElection(
                 self.client_config, self.advertised_url or self.url,
-                eligible=self.leader_eligible, on_leader=self.store.sync)
+                eligible=self.leader_eligible, on_leader=self.store.sync,
+                **self.election_settings)
             await asyncio.to_thread(self.election.start)
             leadership, forwarder = self.election, forward
         self.app = RegistryApp(self.service, leadership, forwarder)
