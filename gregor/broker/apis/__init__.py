@@ -22,7 +22,8 @@ log = logging.getLogger("gregor.broker.apis")
 MODULES = [
     "produce", "fetch", "list_offsets", "metadata", "api_versions", "create_topics",
     "delete_topics", "delete_records", "init_producer_id", "describe_configs",
-    "create_partitions", "alter_configs", "find_coordinator", "describe_cluster",
+    "create_partitions", "alter_configs", "incremental_alter_configs", "find_coordinator",
+    "describe_cluster",
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "describe_transactions",
     "list_transactions", "describe_producers", "write_txn_markers",
     "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",

@@ -1,4 +1,5 @@
-"""DescribeConfigs (32): the settings of topics (type 2) and of this broker (type 4).
+"""DescribeConfigs (32): the settings of topics (type 2), of this broker (type 4) and of
+groups (type 32: group_configs.py; a group's own value has source GROUP_CONFIG, 8).
 
 A topic setting's value is the topic's own value if it has one (source DYNAMIC_TOPIC_CONFIG),
 else the broker's synonym as configured (STATIC_BROKER_CONFIG) or defaulted (DEFAULT_CONFIG).
@@ -7,14 +8,15 @@ from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
 from ..config import BROKER_SETTINGS, TOPIC_SETTINGS, Setting, config_to_string
+from ..group_configs import GROUP_CONFIGS, group_config, own_group_configs
 from ..security.checks import config_resource_denied
 from ..security.settings import listener_settings_set
 
 API_KEY = 32
 VERSIONS = (0, 3)           # v4 is the first flexible version
 
-TOPIC, BROKER = 2, 4
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC, BROKER, GROUP = 2, 4, 32
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 1, 4, 5, 8
 _TYPES = {"bool": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
           "class": 8, "password": 9}
 
@@ -51,10 +53,16 @@ def handle(broker, ctx, request) -> dict:
                                         f"describe broker {rname!r}")
                 continue
             out["configs"] = _broker_entries(broker, keys, synonyms, docs)
+        elif rtype == GROUP:
+            if not rname:
+                out["error_code"] = ErrorCode.INVALID_REQUEST
+                out["error_message"] = "Group name must not be empty"
+                continue
+            out["configs"] = _group_entries(broker, rname, keys, synonyms, docs)
         else:
             out["error_code"] = ErrorCode.INVALID_REQUEST
-            out["error_message"] = (f"resource type {rtype} is not supported; use 2 (topic) or "
-                                    "4 (broker)")
+            out["error_message"] = (f"resource type {rtype} is not supported; use 2 (topic), "
+                                    "4 (broker) or 32 (group)")
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -112,4 +120,26 @@ def _broker_entries(broker, keys, synonyms, docs) -> list[dict]:
         syns = [{"name": name, "value": config_to_string(value), "source": source}] \
             if synonyms else []
         out.append(_entry(name, value, source, s.type, s.doc, syns, docs))
+    return out
+
+
+def _group_entries(broker, group, keys, synonyms, docs) -> list[dict]:
+    own = own_group_configs(broker, group)
+    values = group_config(broker, group)
+    out = []
+    for name, s in sorted(GROUP_CONFIGS.items()):
+        if keys is not None and name not in keys:
+            continue
+        syn = s.default_from
+        syn_source = DEFAULT_CONFIG if syn is None or broker.config.is_default(syn) else \
+            STATIC_BROKER_CONFIG
+        source = GROUP_CONFIG if name in own else syn_source
+        syns = []
+        if synonyms:
+            if name in own:
+                syns.append({"name": name, "value": own[name], "source": GROUP_CONFIG})
+            if syn is not None:
+                syns.append({"name": syn, "value": config_to_string(broker.config.get(syn)),
+                             "source": syn_source})
+        out.append(_entry(name, values[name], source, s.type, s.doc, syns, docs))
     return out

@@ -21,7 +21,8 @@ from urllib.parse import unquote_plus
 
 DEFAULT = "<default>"
 USERS, CLIENTS, IPS = "users", "clients", "ips"
-ENTITY_TYPES = (USERS, CLIENTS, IPS)
+GROUPS = "groups"               # group configs (gregor/broker/group_configs.py)
+ENTITY_TYPES = (USERS, CLIENTS, IPS, GROUPS)
 
 # What java.net.URLEncoder leaves as it is (Python's quote() also keeps '~', Java does not).
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
@@ -76,7 +77,7 @@ class EntityPath:
                 and parts[3]:
             return cls(USERS, parts[1], parts[3])
         raise ValueError(f"{path!r} is not an entity config path (users/<u>, clients/<c>, "
-                         "users/<u>/clients/<c> or ips/<ip>)")
+                         "users/<u>/clients/<c>, ips/<ip> or groups/<g>)")
 
     @classmethod
     def of(cls, user: str | None = ..., client: str | None = ..., ip: str | None = ...
@@ -99,6 +100,8 @@ class EntityPath:
         users/alice/clients/<default> (None: the default entity)."""
         if self.type == IPS:
             return {"ip": shown_name(self.name)}
+        if self.type == GROUPS:
+            return {"group": shown_name(self.name)}
         if self.type == CLIENTS:
             return {"client-id": shown_name(self.name)}
         out = {"user": shown_name(self.name)}
