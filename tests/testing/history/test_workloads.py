@@ -11,6 +11,7 @@ from gregor.testing.history import History, check, key
 from gregor.testing.history.workloads import CLIENTS, workload
 
 PARTITIONS = 3
+pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
