@@ -2,7 +2,7 @@
 history while the nemesis breaks things, a heal, a final read, the checker's verdict.
 
     python -m gregor.testing.jepsen --seed 3 --duration 120 --workload queue
-    python -m gregor.testing.jepsen --seed 3 --workload txn --clients 4
+    python -m gregor.testing.jepsen --seed 3 --workload txn --clients confluent-kafka,aiokafka
     python -m gregor.testing.jepsen --control acks1      # must FAIL: acknowledged writes lost
 
 Needs ZooKeeper, and root for network namespaces; without root it says so in one line and
@@ -14,6 +14,7 @@ replica's transaction index agrees with its log, 1 otherwise. --out DIR keeps th
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ TOPIC = "jepsen"
 PARTITIONS = 4
 WORKERS = 2                   # client processes (threads) per client namespace
 CONTROLS = ("acks1", "unclean")
+DEFAULT_CLIENTS = ("confluent-kafka", "kafka-python")
 
 
 @dataclass
@@ -40,7 +42,9 @@ class RunConfig:
     seed: int = 0
     duration: float = 120.0
     workload: str = "queue"            # queue | txn
-    clients: int = 4
+    clients: tuple = DEFAULT_CLIENTS   # client libraries, spread over the client namespaces
+    client_nodes: int = 4              # client namespaces, each running WORKERS processes
+    subscribe: bool = False            # consumers in subscribe mode (the group assigns)
     session_ms: int = 3000
     control: str | None = None         # acks1 | unclean: runs that must lose writes
     secure: bool = False               # the secured cluster (SASL_SSL, SCRAM, ACLs)
@@ -66,7 +70,8 @@ class RunResult:
         counts: dict[str, int] = {}
         for rec in self.faults:
             counts[rec.step.fault] = counts.get(rec.step.fault, 0) + 1
-        lines = [f"seed {self.config.seed}, workload {self.config.workload}"
+        lines = [f"seed {self.config.seed}, workload {self.config.workload}, clients "
+                 f"{','.join(self.config.clients)}"
                  f"{', secured' if self.config.secure else ''}, "
                  f"control {self.config.control or 'none'}: "
                  f"{'VALID' if self.valid else 'INVALID'}",
@@ -115,12 +120,33 @@ def control_plan(cfg: RunConfig) -> list[Step]:
     return [Step(2 * s, "leader-alone", 5 * s, "leader", 0)]
 
 
-def _workload(cfg: RunConfig, cluster: NetnsCluster, keys: list[str], history: History):
-    from .jepsen_workload import QueueWorkload, TxnWorkload
-    cls = TxnWorkload if cfg.workload == "txn" else QueueWorkload
+def _client_settings(library: str, cluster) -> dict:
+    """Each library's settings for the secured cluster (the admin user), in its own names."""
+    if not getattr(cluster, "secure", False):
+        return {}
+    if library in ("confluent-kafka", "gregor"):
+        return dict(cluster.client_settings)
+    if library == "kafka-python":
+        s = cluster.files.kafka_python_settings(cluster.bootstrap)
+        s.pop("bootstrap_servers")
+        return s
+    raise ValueError(f"the secured run supports confluent-kafka, kafka-python and gregor, "
+                     f"not {library}")
+
+
+def _workloads(cfg: RunConfig, cluster, keys: list[str], history: History) -> dict:
+    """One shared-shape workload per client library; values unique across all of them."""
+    from .history.workloads import workload
+    values, lock = itertools.count(1), threading.Lock()
     acks = "1" if cfg.control == "acks1" else "all"
-    return cls(cluster.bootstrap, keys, history, seed=cfg.seed, acks=acks,
-               extra=cluster.client_settings)
+    out = {}
+    for library in cfg.clients:
+        w = workload(library, cluster.bootstrap, keys, history, seed=cfg.seed,
+                     extra=_client_settings(library, cluster),
+                     transactional=cfg.workload == "txn", subscribe=cfg.subscribe, acks=acks)
+        w._values, w._values_lock = values, lock       # one sequence: values stay unique
+        out[library] = w
+    return out
 
 
 def _start_cluster(cfg: RunConfig, root: Path, log):
@@ -128,7 +154,7 @@ def _start_cluster(cfg: RunConfig, root: Path, log):
     from .netns import NetnsUnavailable, unavailable_reason
     why = "asked for" if cfg.network == "proxy" else unavailable_reason()
     if why is None:
-        cluster = NetnsCluster(root, brokers=3, clients=cfg.clients, session_ms=cfg.session_ms,
+        cluster = NetnsCluster(root, brokers=3, clients=cfg.client_nodes, session_ms=cfg.session_ms,
                                settings=broker_settings(cfg), secure=cfg.secure)
         try:
             return cluster.start()
@@ -143,12 +169,13 @@ def _start_cluster(cfg: RunConfig, root: Path, log):
     log(f"jepsen: network namespaces unavailable ({why}); cuts go through userspace proxies "
         "(two-way, per broker link, none between clients and brokers)")
     from .proxynet import ProxyRunCluster
-    return ProxyRunCluster(root, brokers=3, clients=cfg.clients, session_ms=cfg.session_ms,
+    return ProxyRunCluster(root, brokers=3, clients=cfg.client_nodes, session_ms=cfg.session_ms,
                            settings=broker_settings(cfg), log=log).start()
 
 
 def run(cfg: RunConfig) -> RunResult:
     from .history.checker import check
+    from .history.report import DEFAULT_ALLOWED
     from .txn_index_check import check_txn_indexes
     started = time.monotonic()
 
@@ -169,7 +196,7 @@ def run(cfg: RunConfig) -> RunResult:
         log(f"jepsen: cluster up in {time.monotonic() - t0:.1f}s: {cluster.bootstrap} "
             f"(network {cluster.net.prefix})")
         keys = [key_of(TOPIC, p) for p in range(PARTITIONS)]
-        workload = _workload(cfg, cluster, keys, history)
+        workloads = _workloads(cfg, cluster, keys, history)
         plan = control_plan(cfg) if cfg.control else \
             schedule(cfg.seed, cfg.duration, cfg.session_ms / 1000.0)
         duration = cfg.duration if not cfg.control else \
@@ -177,9 +204,11 @@ def run(cfg: RunConfig) -> RunResult:
         stop = threading.Event()
         # each client namespace runs a few processes: a send stuck on a cut leader waits
         # its 10 s without stopping the others
-        threads = [cluster.net.thread(node, workload.client, i * WORKERS + w, stop,
-                                      name=f"client-{node}-{w}")
-                   for i, node in enumerate(cluster.clients) for w in range(WORKERS)]
+        libraries = list(workloads)
+        threads = [cluster.net.thread(
+            node, workloads[libraries[i % len(libraries)]].client, i * WORKERS + w, stop,
+            name=f"client-{node}-{w}")
+            for i, node in enumerate(cluster.clients) for w in range(WORKERS)]
         for t in threads:
             t.start()
         nemesis = Nemesis(plan, cluster, [(TOPIC, p) for p in range(PARTITIONS)],
@@ -197,9 +226,12 @@ def run(cfg: RunConfig) -> RunResult:
         for t in threads:
             t.join(60)
         log("jepsen: clients stopped; final read")
-        ends = cluster.run_in(CONTROL, workload.final_read, recovery_timeout(cfg))
+        ends = cluster.run_in(CONTROL, workloads[libraries[0]].final_read,
+                              recovery_timeout(cfg))
         log(f"jepsen: final read up to {ends}")
-        report = check(history)
+        allow = DEFAULT_ALLOWED | ({"poll-skip", "nonmonotonic-poll"} if cfg.subscribe
+                                   else frozenset())
+        report = check(history, allow=allow)
         index_problems = check_txn_indexes([str(b.data_dir) for b in cluster.brokers])
         result = RunResult(cfg, report, list(nemesis.faults), index_problems, history,
                            recovery)
@@ -221,7 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--duration", type=float, default=120.0, help="seconds of faults")
     ap.add_argument("--workload", choices=("queue", "txn"), default="queue")
-    ap.add_argument("--clients", type=int, default=4, help="client namespaces (threads)")
+    ap.add_argument("--clients", default=",".join(DEFAULT_CLIENTS),
+                    help="client libraries, comma-separated: confluent-kafka, kafka-python, "
+                         "aiokafka, gregor")
+    ap.add_argument("--client-nodes", type=int, default=4,
+                    help=f"client namespaces, each running {WORKERS} client processes")
+    ap.add_argument("--subscribe", action="store_true",
+                    help="consumers subscribe (poll-skip and nonmonotonic-poll allowed)")
     ap.add_argument("--session-ms", type=int, default=3000)
     ap.add_argument("--control", choices=CONTROLS, default=None,
                     help="a run that must lose acknowledged writes")
@@ -232,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="netns needs root; proxy is the fallback auto picks without it")
     args = ap.parse_args(argv)
     cfg = RunConfig(seed=args.seed, duration=args.duration, workload=args.workload,
-                    clients=args.clients, session_ms=args.session_ms, control=args.control,
+                    clients=tuple(c.strip() for c in args.clients.split(",") if c.strip()),
+                    client_nodes=args.client_nodes, subscribe=args.subscribe,
+                    session_ms=args.session_ms, control=args.control,
                     secure=args.secure, network=args.network, out=args.out)
     result = run(cfg)
     print(result.summary())
