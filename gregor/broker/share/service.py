@@ -144,14 +144,20 @@ class ShareService:
         them; the client keeps only the acquired offsets)."""
         out = bytearray()
         seen_to = -1
+        hw = p.high_watermark
         for r in ranges:
             offset = max(r.first_offset, seen_to)
             while offset <= r.last_offset:
-                data = p.log.read(offset, READ_CHUNK_BYTES, max_offset=r.last_offset + 1)
+                # bounded by the high watermark, not by last_offset + 1: the log leaves out
+                # the batch that holds its max_offset, and a redelivered range often ends
+                # inside a batch
+                data = p.log.read(offset, READ_CHUNK_BYTES, max_offset=hw)
                 if not data:
                     break
                 end = offset
                 for pos, h in iter_headers(data):
+                    if h.base_offset > r.last_offset:
+                        break
                     if h.last_offset < offset:
                         continue
                     out += memoryview(data)[pos:pos + h.size]

@@ -4,10 +4,17 @@ session timeouts, release on disconnect, ApiVersions, ListGroups / DescribeGroup
 DeleteGroups / ShareGroupDescribe, and durability across a restart."""
 import pytest
 
+from gregor.protocol.records.batch import decode_batches
 from gregor.testing import Broker
 
 from .wire_share import ACCEPT, RELEASE, REJECT, RENEW, Member, acquired, create_topic, part, \
     port_of, produce
+
+
+
+def values_of(records) -> list:
+    return [r.value for b in decode_batches(records) for r in b.records]
+
 
 LOCK_S = 30          # group.share.record.lock.duration.ms default
 SESSION_S = 45       # group.share.session.timeout.ms default
@@ -116,6 +123,7 @@ def test_acks_piggybacked_release_redelivers_and_accept_finishes(broker):
     r = m1.fetch(tid, acks=[(0, 0, [ACCEPT]), (1, 1, [RELEASE]), (2, 2, [REJECT])])
     assert part(r)["acknowledge_error_code"] == 0
     assert acquired(r) == [(1, 1, 2)]          # acks first, then acquisition: 1 is back
+    assert values_of(part(r)["records"]) == [b"a", b"b", b"c", b"d"]   # its whole batch
     assert part(m1.acknowledge(tid, [(1, 1, [RELEASE])]))["error_code"] == 0
     assert acquired(m2.fetch(tid)) == [(1, 1, 3)]      # released: delivered to m2
     sp = broker.broker.share.partitions[("g", tid, 0)]
