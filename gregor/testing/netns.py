@@ -16,8 +16,9 @@ so nothing a node sends can leave the private network. A cut is a policy rule in
 iptables DROP would, so established connections stall without a reset, new connects time out,
 and everything resumes when the rule goes (heal). Both directions of a pair are separate cuts.
 
-Names: every namespace starts with the run's prefix (`gjn` + 5 hex digits), so
-`cleanup_stale()` can remove leftovers of a run that was killed with no chance to clean up.
+Names: every namespace starts with the run's prefix (`gjn` + 5 hex digits), and
+/run/gregor-netns/<prefix> holds the owning process's pid, so `cleanup_stale()` can remove
+leftovers of a run that was killed with no chance to clean up, and leave live runs alone.
 close() (also on `with` exit, at interpreter exit and on SIGTERM/SIGHUP/SIGINT) kills the
 processes still inside the namespaces and deletes them, which deletes their veths too.
 
@@ -32,6 +33,7 @@ import ctypes.util
 import ipaddress
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import threading
@@ -173,24 +175,51 @@ def _delete(names: list[str]) -> None:
     _ip_batch([f"netns del {n}" for n in names], force=True)
 
 
-def cleanup_stale(prefix: str | None = None) -> list[str]:
-    """Delete every namespace this module made (or one run's, given its prefix) and kill the
-    processes left in them: what a run killed with SIGKILL leaves behind. Returns the names."""
+OWNERS = "/run/gregor-netns"      # <prefix> files holding the pid of the run that owns it
+
+
+def _owner_alive(prefix: str) -> bool:
     try:
-        names = [n for n in list_namespaces() if ours(n, prefix)]
+        pid = int(open(os.path.join(OWNERS, prefix)).read().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return pid != os.getpid() or any(net.prefix == prefix for net in _live)
+
+
+def _prefix_of(name: str) -> str:
+    return name.split("-", 1)[0]
+
+
+def cleanup_stale(prefix: str | None = None) -> list[str]:
+    """Delete the namespaces this module made whose run is gone (or one run's, given its
+    prefix) and kill the processes left in them: what a run killed with SIGKILL leaves
+    behind. Runs still alive (their owner file names a living process) are left alone.
+    Returns the names deleted."""
+    try:
+        names = [n for n in list_namespaces() if ours(n, prefix)
+                 and (prefix is not None or not _owner_alive(_prefix_of(n)))]
     except FileNotFoundError:
         return []
     _delete(names)
+    for p in {_prefix_of(n) for n in names}:
+        _unlink_owner(p)
     return names
 
 
+def _unlink_owner(prefix: str) -> None:
+    try:
+        os.unlink(os.path.join(OWNERS, prefix))
+    except OSError:
+        pass
+
+
 def unavailable_reason() -> str | None:
-    """Why namespaces cannot be used here, or None (cheap checks only)."""
+    """Why namespaces cannot be used here, or None (cheap checks only; Network.start()
+    raises NetnsUnavailable when the kernel refuses anyway)."""
     if os.geteuid() != 0:
-        return "network namespaces need root (running as uid %d)" % os.geteuid()
-    if not any(os.access(os.path.join(d, "ip"), os.X_OK)
-               for d in os.environ.get("PATH", "/usr/sbin:/sbin").split(os.pathsep) + ["/sbin",
-                                                                                      "/usr/sbin"]):
+        return f"network namespaces need root (running as uid {os.geteuid()})"
+    if shutil.which("ip", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
         return "the `ip` command (iproute2) is not installed"
     return None
 
@@ -252,6 +281,9 @@ class Network:
         _live.add(self)
         self.started = True
         try:
+            os.makedirs(OWNERS, mode=0o700, exist_ok=True)
+            with open(os.path.join(OWNERS, self.prefix), "w") as f:
+                f.write(str(os.getpid()))
             for netns, lines in setup_commands(self.prefix, self.nodes, self.subnet):
                 _ip_batch(lines, netns=netns)
             subprocess.run(forwarding_command(self.prefix), check=True, timeout=30,
@@ -277,6 +309,7 @@ class Network:
                 except OSError:
                     pass
         _delete(self.namespaces())
+        _unlink_owner(self.prefix)
         for p in self._procs:
             try:
                 p.wait(5)

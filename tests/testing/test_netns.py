@@ -135,13 +135,22 @@ def test_a_process_inside_a_namespace_cannot_reach_outside_and_dies_with_cleanup
     assert _leftovers(prefix) == ([], "")
 
 
-def test_cleanup_stale_removes_a_killed_runs_namespaces_and_processes():
+def test_cleanup_stale_removes_a_killed_runs_namespaces_and_processes_not_a_live_runs():
     _require_namespaces()
-    net = netns.Network(["a"]).start()
-    sleeper = net.popen("a", ["sleep", "600"])
-    net.started = False                 # as if the run had been killed: nothing cleaned up
-    netns._live.discard(net)
-    removed = netns.cleanup_stale(net.prefix)
-    assert sorted(removed) == sorted(net.namespaces())
-    assert sleeper.wait(10) == -9
-    assert _leftovers(net.prefix) == ([], "")
+    live = netns.Network(["a"]).start()
+    dead = netns.Network(["a"]).start()
+    try:
+        sleeper = dead.popen("a", ["sleep", "600"])
+        dead.started = False             # as if its run had been killed: nothing cleaned up
+        netns._live.discard(dead)
+        with open(os.path.join(netns.OWNERS, dead.prefix), "w") as f:
+            f.write("999999999")         # an owner that no longer exists
+        removed = netns.cleanup_stale()
+        assert set(dead.namespaces()) <= set(removed)
+        assert not set(live.namespaces()) & set(removed)
+        assert sleeper.wait(10) == -9
+        assert _leftovers(dead.prefix) == ([], "")
+        assert set(live.namespaces()) <= set(netns.list_namespaces())
+    finally:
+        live.close()
+    assert _leftovers(live.prefix) == ([], "")
