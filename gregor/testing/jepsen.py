@@ -117,13 +117,14 @@ def recovery_timeout(cfg: RunConfig) -> float:
 
 
 def control_plan(cfg: RunConfig) -> list[Step]:
-    """The controls: the leader of partition 0 cut from ZooKeeper and its followers (clients
-    still reach it) long enough for a follower to be elected."""
+    """The controls. acks1: partition 0's leader cut from ZooKeeper and its followers (clients
+    still reach it) long enough for a follower to be elected. unclean: the leader cut from its
+    followers until its ISR is itself (min ISR 1 on that topic, so it keeps acknowledging),
+    then killed: only out-of-sync followers remain and one is elected."""
     s = cfg.session_ms / 1000.0
     if cfg.control == "unclean":
-        # a follower falls behind (cut), then the leader is killed: only the laggard is left
-        return [Step(2 * s, "leader-from-followers", 4 * s, "leader", 0),
-                Step(2 * s + 4.2 * s, "kill", 4 * s, "leader", 0)]
+        lag = 2 * s                                   # replica.lag.time.max.ms
+        return [Step(2 * s, "kill-after-lag", 4 * s, "leader", 0, int((lag + 3 * s) * 10))]
     return [Step(2 * s, "leader-alone", 5 * s, "leader", 0)]
 
 
@@ -198,7 +199,7 @@ def run(cfg: RunConfig) -> RunResult:
     try:
         topic_config = {"min.insync.replicas": 2}
         if cfg.control == "unclean":
-            topic_config["unclean.leader.election.enable"] = "true"
+            topic_config = {"unclean.leader.election.enable": "true", "min.insync.replicas": 1}
         cluster.create_topic(TOPIC, PARTITIONS, 3, topic_config)
         log(f"jepsen: cluster up in {time.monotonic() - t0:.1f}s: {cluster.bootstrap} "
             f"(network {cluster.net.prefix})")
@@ -207,7 +208,7 @@ def run(cfg: RunConfig) -> RunResult:
         plan = control_plan(cfg) if cfg.control else \
             schedule(cfg.seed, cfg.duration, cfg.session_ms / 1000.0)
         duration = cfg.duration if not cfg.control else \
-            max(s.at + s.duration for s in plan) + 2 * cfg.session_ms / 1000.0
+            max(s.at + s.duration + s.extra / 10.0 for s in plan) + 2 * cfg.session_ms / 1000.0
         stop = threading.Event()
         # each client namespace runs a few processes: a send stuck on a cut leader waits
         # its 10 s without stopping the others

@@ -263,6 +263,19 @@ class Nemesis:
             self._record(step, f"broker {victim}|{','.join(cut)}")
             net.isolate(node, cut)
             return lambda: self._heal_pairs(node, cut)
+        if f == "kill-after-lag":
+            # the leader cut from its followers until its ISR is only itself (lag time and
+            # more: extra is in tenths of a second), then killed while the cut still holds:
+            # only out-of-sync replicas are left (an unclean election's case)
+            self._record(step, f"broker {victim}|{','.join(others)} then kill")
+            net.isolate(node, others)
+            self._stop.wait(step.extra / 10.0)
+            c.broker(victim).kill()
+
+            def undo():
+                self._heal_pairs(node, others)
+                c.broker(victim).start(60)
+            return undo
         if f == "leader-from-followers":
             self._record(step, f"broker {victim}|{','.join(others)}")
             net.isolate(node, others)

@@ -161,3 +161,21 @@ def test_stop_in_the_middle_of_a_fault_still_heals():
     assert c.brokers[1].paused
     n.stop()
     assert not c.brokers[1].paused and n.faults[0].end_mono is not None
+
+
+def test_kill_after_lag_kills_the_leader_while_it_is_still_cut_from_its_followers():
+    c = FakeCluster()
+    seen = []
+    broker = c.brokers[2]
+    original_kill = broker.kill
+
+    def kill():
+        seen.append(set(c.net.cuts))
+        original_kill()
+    broker.kill = kill
+    n = Nemesis([Step(0.0, "kill-after-lag", 0.1, "leader", 0, 2)], c, [("q", 0)],
+                log=lambda line: None).start()
+    n._thread.join(10)                 # the plan runs to its end
+    n.stop()
+    assert seen == [{("n2", "n0"), ("n0", "n2"), ("n2", "n1"), ("n1", "n2")}]
+    assert broker.calls == ["kill", "start"] and c.net.cuts == set()
