@@ -301,3 +301,17 @@ def test_an_acked_record_missing_from_every_read_is_reported(steps, data):
     flagged = {e["value"] for e in r.anomalies["lost-write"]} | \
         {v for e in r.anomalies["unseen"] for v in e["values"]}
     assert victim in flagged
+
+
+def test_the_command_line_checks_a_history_file(tmp_path, capsys):
+    from gregor.testing.history.__main__ import main
+    b = queue()
+    b.poll(1, {K: [(0, 0), (2, 2)]})
+    b.h.dump(tmp_path / "lost.jsonl")
+    assert main([str(tmp_path / "lost.jsonl")]) == 1
+    assert "lost-write: 1" in capsys.readouterr().out
+    b = queue()
+    b.poll(1, {K: [(0, 0), (1, 1)]})
+    b.h.dump(tmp_path / "short.jsonl")
+    assert main([str(tmp_path / "short.jsonl")]) == 1            # value 2 unseen
+    assert main([str(tmp_path / "short.jsonl"), "--no-final-read"]) == 0

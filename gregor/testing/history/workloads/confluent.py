@@ -39,7 +39,7 @@ class ConfluentClient(Client):
         cfg = {"bootstrap.servers": self.bootstrap, "acks": acks, "linger.ms": 1,
                "enable.idempotence": acks == "all", "request.timeout.ms": 3000,
                "message.timeout.ms": 10000, "socket.timeout.ms": 3000,
-               "retry.backoff.ms": 100}
+               "retry.backoff.ms": 100, "log.connection.close": False}
         if transactional_id:
             cfg.update({"transactional.id": transactional_id, "transaction.timeout.ms": 30000})
         cfg.update(self.extra)
@@ -82,7 +82,8 @@ class ConfluentClient(Client):
                "enable.auto.commit": False, "auto.offset.reset": "earliest",
                "isolation.level": isolation, "socket.timeout.ms": 3000,
                "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-               "fetch.wait.max.ms": 100, "enable.partition.eof": False}
+               "fetch.wait.max.ms": 100, "enable.partition.eof": False,
+               "log.connection.close": False}
         cfg.update(self.extra)
         return self.ck.Consumer(cfg)
 

@@ -31,6 +31,11 @@ from gregor.testing.history.workloads.errors import FATAL
 
 SEND_WAIT_S = 10.0                 # Jepsen's 10 s: a send not acknowledged by then is info
 
+# Values are unique across every workload of this process, so several workloads (different
+# client libraries) can write the same keys into one history.
+_VALUES = count(1)
+_VALUES_LOCK = threading.Lock()
+
 
 class Client:
     """What a library must offer. Records are (topic, partition, value); reads come back as
@@ -75,14 +80,13 @@ class Workload:
         self.poll_share, self.abort_share = poll_share, abort_share
         self.poll_timeout = poll_timeout
         self.name = name or f"{client_class.name}-{seed}"
-        self._values = count(1)
-        self._values_lock = threading.Lock()
         self.isolation = "read_committed" if transactional else "read_uncommitted"
         self._pending_rebalances: dict = {}
 
-    def _value(self) -> int:
-        with self._values_lock:
-            return next(self._values)
+    @staticmethod
+    def _value() -> int:
+        with _VALUES_LOCK:
+            return next(_VALUES)
 
     # --- running -----------------------------------------------------------------------
     def run(self, clients: int = 2, *, duration: float | None = None,
