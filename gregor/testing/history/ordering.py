@@ -39,6 +39,9 @@ def polls(a: Analysis) -> dict[str, list[dict]]:
            "int-nonmonotonic-poll": []}
     last: dict[object, dict[str, tuple[int, int]]] = {}   # process -> key -> (offset, op)
     for op in a.ops:
+        moved = _rebalanced_keys(op)       # a rebalance may land in any op (a send's too)
+        for k in moved:
+            last.get(op.process, {}).pop(k, None)
         if op.f in (ASSIGN, SUBSCRIBE, CRASH):
             if op.type in (OK, INFO) or op.f == CRASH:
                 last.pop(op.process, None)
@@ -48,10 +51,7 @@ def polls(a: Analysis) -> dict[str, list[dict]]:
         if op.type != OK:
             last.pop(op.process, None)
             continue
-        moved = _rebalanced_keys(op)
         seen = last.setdefault(op.process, {})
-        for k in moved:
-            seen.pop(k, None)
         for k, offsets in _runs(a.reads_of(op)).items():
             if k not in moved:
                 for before, after in zip(offsets, offsets[1:]):

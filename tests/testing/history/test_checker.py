@@ -135,6 +135,15 @@ def test_an_assignment_or_a_rebalance_resets_the_expectation():
     assert check(b.h).valid
 
 
+def test_a_rebalance_recorded_in_a_send_resets_that_process_polls():
+    b = queue(4)
+    b.poll(1, {K: [(0, 0), (1, 1)]})
+    b.op(1, "send", [send(L, 9)], "ok", [send(L, 9, 0)], rebalance_log=[{"keys": [K]}])
+    b.poll(1, {K: [(3, 3)], L: [(0, 9)]})
+    b.poll(2, {K: [(0, 0), (1, 1), (2, 2)]})
+    assert check(b.h).valid
+
+
 def test_int_poll_skip_and_int_nonmonotonic_poll():
     b = queue(3)
     b.poll(1, {K: [(0, 0), (2, 2)]})
