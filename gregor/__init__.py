@@ -18,6 +18,7 @@ _LAZY = {
     "Writer": "gregor.client.producer",
     "Consumer": "gregor.client.consumer",
     "AsyncioConsumer": "gregor.client.consumer",
+    "ShareConsumer": "gregor.client.consumer.share",
     "TopicPartition": "gregor.client.consumer",
     "CommitFailedError": "gregor.client.consumer",
     "AdminClient": "gregor.client.admin",
