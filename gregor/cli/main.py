@@ -7,7 +7,8 @@ import importlib
 import click
 
 SUBCOMMANDS = ["broker", "zookeeper", "cluster", "topics", "groups", "acls", "users", "quotas",
-               "produce", "consume", "perf", "demo", "console", "registry", "schemas"]
+               "produce", "consume", "perf", "demo", "console", "registry", "schemas",
+               "share-groups"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,10 +19,11 @@ def cli():
 
 def _register() -> None:
     for name in SUBCOMMANDS:
+        module = name.replace("-", "_")          # share-groups lives in share_groups.py
         try:
-            mod = importlib.import_module(f"gregor.cli.{name}")
+            mod = importlib.import_module(f"gregor.cli.{module}")
         except ModuleNotFoundError as e:
-            if e.name == f"gregor.cli.{name}":
+            if e.name == f"gregor.cli.{module}":
                 continue  # not built yet
             raise
         cli.add_command(mod.command, name)
