@@ -72,7 +72,21 @@ class RegistryApp:
             e = errors.forwarding_failed("forwarding is not configured")
             return error_response(e.status, e.code, e.message)
         try:
-            return await self.forwarder(req, url)
+            resp = await self.forwarder(req, url)
         except Exception as exc:
             e = errors.forwarding_failed(f"{url}: {exc}")
             return error_response(e.status, e.code, e.message)
+        if resp.status == 200 and req.method == "POST":
+            # read-your-writes here too: answer a forwarded registration once this
+            # instance has read it, so a GET of the new id right after finds it
+            try:
+                schema_id = json.loads(resp.body)["id"]
+                await asyncio.to_thread(self._wait_for_id, schema_id)
+            except (ValueError, KeyError, TypeError):
+                pass
+        return resp
+
+    def _wait_for_id(self, schema_id: int, timeout_s: float = 30.0) -> None:
+        with self.service.state_lock:
+            self.service.state_lock.wait_for(lambda: schema_id in self.service.state.by_id,
+                                             timeout=timeout_s)
