@@ -4,6 +4,7 @@
     gregor consume events --partition 0 --offset 42 --format json
     gregor consume events --format '{offset}\t{key}\t{value}' --exit-at-end
     gregor consume events --group orders-app --from-beginning
+    gregor consume orders --value-format avro --schema-registry URL --from-beginning -e
 
 With --group the command joins that consumer group (its members share the partitions), starts
 where the group committed (else at the end, or the beginning with --from-beginning) and commits
@@ -24,6 +25,7 @@ import click
 
 from .client_options import (bootstrap_option, client_config, parse_props,
                              with_friendly_errors)
+from .serde_options import consumer_deserializers, serde_options
 
 
 def _text(b: bytes | None) -> str:
@@ -107,11 +109,14 @@ def _start_offset(offset: str | None, from_beginning: bool):
               help="Join this consumer group and commit what was printed.")
 @click.option("--property", "-X", "props", multiple=True, metavar="KEY=VALUE",
               help="Consumer config, e.g. isolation.level=read_committed (repeatable).")
+@serde_options
 @bootstrap_option
 @with_friendly_errors
 def command(topic, from_beginning, partitions, offset, max_messages, timeout_ms, exit_at_end,
-            fmt, key_separator, group, props, bootstrap):
-    """Print the records of TOPIC to stdout."""
+            fmt, key_separator, group, props, value_format, key_format, schema_path,
+            key_schema_path, registry_url, registry_props, bootstrap):
+    """Print the records of TOPIC to stdout (with --value-format, values decoded through the
+    Schema Registry and printed as JSON)."""
     from ..client.consumer import Consumer
 
     formatter = make_formatter(fmt, key_separator)
@@ -125,6 +130,8 @@ def command(topic, from_beginning, partitions, offset, max_messages, timeout_ms,
         # Commits follow what was printed (below), not what was fetched.
         extra.update({"group.id": group, "enable.auto.commit": False,
                       "auto.offset.reset": "earliest" if from_beginning else "latest"})
+    extra.update(consumer_deserializers(value_format, key_format, schema_path, key_schema_path,
+                                        registry_url, registry_props))
     cfg = client_config(bootstrap, {**extra, **parse_props(props)})
     consumer = Consumer(cfg)
     stop = {"now": False}

@@ -3,6 +3,7 @@
     seq 1 1000 | gregor produce events
     gregor produce events --file data.txt --key-separator : --property acks=1
     gregor produce events --header source=cli --partition 2 < lines.txt
+    gregor produce orders --value-format avro --schema order.avsc --schema-registry URL
 
 Each line is one record value; with --key-separator the text before the first separator is
 the key. A progress display (records sent / acknowledged, rate) goes to stderr.
@@ -16,6 +17,7 @@ import click
 
 from .client_options import (bootstrap_option, client_config, load_producer_class,
                              parse_props, with_friendly_errors)
+from .serde_options import producer_serializers, serde_options
 
 
 class _Tally:
@@ -56,10 +58,13 @@ def _lines(stream):
               help="Producer config, e.g. acks=all, linger.ms=5, compression.type=lz4.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress display on stderr (default: when stderr is a terminal).")
+@serde_options
 @bootstrap_option
 @with_friendly_errors
-def command(topic, path, key_separator, partition, headers, props, progress, bootstrap):
-    """Send lines from stdin (or --file) to TOPIC."""
+def command(topic, path, key_separator, partition, headers, props, progress, value_format,
+            key_format, schema_path, key_schema_path, registry_url, registry_props, bootstrap):
+    """Send lines from stdin (or --file) to TOPIC (with --value-format, each line is a JSON
+    value written as Confluent-framed Avro / JSON Schema)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
                                TextColumn, TimeElapsedColumn)
@@ -67,7 +72,9 @@ def command(topic, path, key_separator, partition, headers, props, progress, boo
     Producer = load_producer_class()
     sep = key_separator.encode() if key_separator else None
     hdrs = [(k, v.encode()) for k, v in parse_props(headers, "--header").items()] or None
-    producer = Producer(client_config(bootstrap, parse_props(props)))
+    serializers = producer_serializers(value_format, key_format, schema_path, key_schema_path,
+                                       registry_url, registry_props)
+    producer = Producer(client_config(bootstrap, {**parse_props(props), **serializers}))
     tally = _Tally()
     console = Console(stderr=True)
     show = console.is_terminal if progress is None else progress
