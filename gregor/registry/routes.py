@@ -159,15 +159,23 @@ class Routes:
             raise errors.schema_not_found(schema_id)
         return stored
 
+    def _serialized(self, req, schema_type, text, references) -> str:
+        """The schema text, or for `format=serialized` a Protobuf schema's base64
+        descriptor (what confluent-kafka's Protobuf deserializer asks for)."""
+        if schema_type != "PROTOBUF" or arg(req, "format") != "serialized":
+            return text
+        return self.s.parse(schema_type, text, references).serialized()
+
     def schema_by_id(self, req, id):
         stored = self._stored(id)
+        refs = [{"name": n, "subject": s, "version": v} for n, s, v in stored.references]
         out = {}
         if stored.schema_type != "AVRO":
             out["schemaType"] = stored.schema_type
         if stored.references:
             out["references"] = [{"name": n, "subject": s, "version": v}
                                  for n, s, v in stored.references]
-        out["schema"] = stored.schema
+        out["schema"] = self._serialized(req, stored.schema_type, stored.schema, refs)
         return out
 
     def raw_schema_by_id(self, req, id):
@@ -209,8 +217,10 @@ class Routes:
                                offset=int_arg(req, "offset", 0), limit=int_arg(req, "limit", -1))
 
     def version(self, req, subject, version):
-        return schema_json(self.s.get_version(subject, version, flag(req, "deleted")),
-                           with_subject=True)
+        sv = self.s.get_version(subject, version, flag(req, "deleted"))
+        out = schema_json(sv, with_subject=True)
+        out["schema"] = self._serialized(req, sv.schema_type, sv.schema, sv.references)
+        return out
 
     def raw_version(self, req, subject, version):
         sv = self.s.get_version(subject, version, flag(req, "deleted"))

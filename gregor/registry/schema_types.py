@@ -8,8 +8,9 @@ unable to read `writer`'s data.
 - JSON: the schema checked against its draft's meta-schema by jsonschema; canonical text is
   the compact JSON (as Jackson writes it); normalized also sorts the keys.
 - PROTOBUF: a serialized FileDescriptorProto in base64 (what confluent-kafka's
-  ProtobufSerializer registers), checked by building it in a protobuf DescriptorPool beside
-  its references and the well-known types; stored as sent.
+  ProtobufSerializer registers) or .proto source text (protobuf_text), checked by building
+  it in a protobuf DescriptorPool beside its references and the well-known types; stored as
+  sent, served as a base64 descriptor with `format=serialized`.
 """
 from __future__ import annotations
 
@@ -40,11 +41,20 @@ class ProtobufSchema:
 
     def __init__(self, descriptor, canonical: str):
         self.descriptor = descriptor      # google.protobuf.descriptor_pb2.FileDescriptorProto
-        self.canonical = canonical
+        self.canonical = canonical        # what was sent: base64 descriptor or .proto text
         self.normalized = canonical
 
     def serialized(self) -> str:
-        return self.canonical
+        """`format=serialized`: the base64 FileDescriptorProto."""
+        return base64.b64encode(self.descriptor.SerializeToString()).decode()
+
+    def named(self, name: str) -> "ProtobufSchema":
+        """The same schema as the file `name` (how a reference's importer knows it)."""
+        from google.protobuf import descriptor_pb2
+        fd = descriptor_pb2.FileDescriptorProto()
+        fd.CopyFrom(self.descriptor)
+        fd.name = name
+        return ProtobufSchema(fd, self.canonical)
 
 
 def _sorted(node):
@@ -72,29 +82,57 @@ def _parse_json(text: str, references) -> JsonSchema:
     return JsonSchema(node, json_text.dumps(node), json_text.dumps(_sorted(node)))
 
 
-def _parse_protobuf(text: str, references) -> ProtobufSchema:
-    from google.protobuf import descriptor_pb2, descriptor_pool
+def _descriptor_from_base64(text: str):
+    from google.protobuf import descriptor_pb2
     try:
-        raw = base64.b64decode(text, validate=True)
-        fd = descriptor_pb2.FileDescriptorProto.FromString(raw)
-    except (binascii.Error, ValueError) as e:
-        raise InvalidSchema(
-            "a Protobuf schema is taken as a base64 serialized FileDescriptorProto (what "
-            "confluent-kafka's ProtobufSerializer sends); .proto source text is not parsed "
-            f"by this registry ({type(e).__name__})") from None
+        raw = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    try:
+        return descriptor_pb2.FileDescriptorProto.FromString(raw)
     except Exception as e:   # protobuf's DecodeError
         raise InvalidSchema(f"not a serialized FileDescriptorProto: {e}") from None
+
+
+def _parse_protobuf(text: str, references) -> ProtobufSchema:
+    from google.protobuf import descriptor_pool
+    from .protobuf_text import ProtoSyntaxError, known_types, parse_proto
+    fd = _descriptor_from_base64(text)
+    canonical = text.strip()
+    if fd is None:
+        imports = [ref.descriptor for ref in references] + _well_known_files(text)
+        try:
+            fd = parse_proto(text, known_types(imports))
+        except ProtoSyntaxError as e:
+            raise InvalidSchema(f"not .proto text nor a base64 FileDescriptorProto: {e}") \
+                from None
     pool = descriptor_pool.DescriptorPool()
     _add_well_known(pool, fd)
     try:
         for ref in references:
-            if isinstance(ref, ProtobufSchema):
-                pool.Add(ref.descriptor)
+            pool.Add(ref.descriptor)
         pool.Add(fd)
         pool.FindFileByName(fd.name)
     except Exception as e:
         raise InvalidSchema(f"Protobuf descriptor {fd.name!r} does not build: {e}") from None
-    return ProtobufSchema(fd, base64.b64encode(fd.SerializeToString()).decode())
+    return ProtobufSchema(fd, canonical)
+
+
+def _well_known_files(text: str) -> list:
+    """Descriptors of the google/protobuf/*.proto files `text` imports."""
+    import re
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    out = []
+    for dep in re.findall(r'import\s+(?:public\s+|weak\s+)?"(google/protobuf/[^"]+)"', text):
+        _import_well_known(dep)
+        try:
+            f = descriptor_pool.Default().FindFileByName(dep)
+        except KeyError:
+            continue
+        proto = descriptor_pb2.FileDescriptorProto()
+        f.CopyToProto(proto)
+        out.append(proto)
+    return out
 
 
 def _add_well_known(pool, fd) -> None:
@@ -128,13 +166,22 @@ _PARSERS = {"AVRO": avro.parse_avro, "JSON": _parse_json, "PROTOBUF": _parse_pro
 
 
 def parse_schema(schema_type: str, text: str, references=()):
+    """references: parsed schemas, or (reference name, parsed schema) pairs."""
     parser = _PARSERS.get(schema_type)
     if parser is None:
         raise InvalidSchema(f"unknown schemaType {schema_type!r}: one of {', '.join(TYPES)}")
     if not isinstance(text, str):
         raise InvalidSchema("the schema must be a string")
+    refs = []
+    for r in references:
+        name, parsed = r if isinstance(r, tuple) else (None, r)
+        if parsed.schema_type != schema_type:
+            continue
+        if schema_type == "PROTOBUF" and name:
+            parsed = parsed.named(name)      # imported under the reference's name
+        refs.append(parsed)
     try:
-        return parser(text, [r for r in references if r.schema_type == schema_type])
+        return parser(text, refs)
     except avro.AvroSchemaError as e:
         raise InvalidSchema(str(e)) from None
 

@@ -61,8 +61,8 @@ class RegistryService:
             if (sv.subject, sv.version) in seen:
                 raise errors.invalid_schema(f"references form a cycle at {sv.subject!r} "
                                             f"version {sv.version}")
-            resolved.append(self.parse(sv.schema_type, sv.schema, sv.references,
-                                       seen=(*seen, (sv.subject, sv.version))))
+            resolved.append((ref["name"], self.parse(sv.schema_type, sv.schema, sv.references,
+                                                     seen=(*seen, (sv.subject, sv.version)))))
         try:
             parsed = parse_schema(schema_type, text, resolved)
         except InvalidSchema as e:

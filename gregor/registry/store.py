@@ -56,7 +56,9 @@ class KafkaStore:
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, timeout_s: float = 60.0) -> None:
         self._ensure_topic(timeout_s)
+        # max.poll.records: a restart replays the whole topic; fewer, larger polls
         self._consumer = Consumer({**self.config, "client.id": "gregor-schema-registry-reader",
+                                   "max.poll.records": 10_000,
                                    "enable.auto.commit": False})
         self._consumer.assign([(self.topic, 0, -2)])
         end = self._consumer.end_offsets([(self.topic, 0)], timeout=timeout_s)

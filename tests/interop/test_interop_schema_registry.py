@@ -220,3 +220,40 @@ def test_protobuf_serializer_with_a_reference(client, target, topic_name):
     de = ProtobufDeserializer(Order, {"use.deprecated.format": False}, fresh(client))
     got = [de(raw, ctx) for raw in _consume(target, topic_name, len(orders))]
     assert [(o.id, o.at.seconds) for o in got] == [(o.id, o.at.seconds) for o in orders]
+
+
+def test_protobuf_registered_as_proto_text(client, target, topic_name):
+    """.proto text registered through the REST API; confluent-kafka's serializer (latest
+    version) and deserializer fetch it as a descriptor (format=serialized)."""
+    from confluent_kafka.schema_registry.protobuf import (ProtobufDeserializer,
+                                                          ProtobufSerializer)
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    import base64
+    text = ('syntax = "proto3";\npackage gregor.text;\n'
+            'message Reading { string sensor = 1; double value = 2; }\n')
+    subject = f"{topic_name}-value"
+    sid = client.register_schema(subject, Schema(text, "PROTOBUF"))
+    served = fresh(client).get_schema(sid)
+    assert served.schema_str == text.strip()                  # text in, text out
+    raw = json.loads(urllib_get(client, f"/schemas/ids/{sid}?format=serialized"))["schema"]
+    fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(raw))
+    fd.name = "gregor/text/reading.proto"
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    Reading = message_factory.GetMessageClass(pool.FindMessageTypeByName(
+        "gregor.text.Reading"))
+    ser = ProtobufSerializer(Reading, client, {"use.deprecated.format": False,
+                                               "auto.register.schemas": False,
+                                               "use.latest.version": True})
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    data = ser(Reading(sensor="s1", value=2.5), ctx)
+    assert int.from_bytes(data[1:5], "big") == sid
+    de = ProtobufDeserializer(Reading, {"use.deprecated.format": False}, fresh(client))
+    got = de(data, ctx)
+    assert (got.sensor, got.value) == ("s1", 2.5)
+
+
+def urllib_get(client, path):
+    import urllib.request
+    with urllib.request.urlopen(client._rest_client.base_urls[0] + path, timeout=60) as r:
+        return r.read()

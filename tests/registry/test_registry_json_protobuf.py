@@ -93,8 +93,8 @@ def test_protobuf_descriptor_parse_and_bad_input():
     fd = fdp([(1, "a", F.TYPE_INT32, {})])
     s = pb(fd)
     assert base64.b64decode(s.canonical) == fd.SerializeToString()
-    with pytest.raises(InvalidSchema, match="serialized FileDescriptorProto"):
-        parse_schema("PROTOBUF", 'syntax = "proto3"; message M { int32 a = 1; }')
+    with pytest.raises(InvalidSchema, match="not .proto text nor a base64"):
+        parse_schema("PROTOBUF", "this is { not a schema")
     broken = fdp([(1, "a", F.TYPE_MESSAGE, {"type_name": ".p.Missing"})])
     with pytest.raises(InvalidSchema, match="does not build"):
         pb(broken)
@@ -113,3 +113,61 @@ def test_protobuf_rules():
                  (2, "b", F.TYPE_STRING, {"oneof_index": 0})], oneofs=["choice"])
     assert "MULTIPLE_FIELDS_MOVED_TO_ONEOF" in pb_errors(moved, base)[0]
     assert "ONEOF_FIELD_REMOVED" in pb_errors(base, moved)[0]
+
+
+ORDER_PROTO = '''syntax = "proto3";
+package acme.v1;
+import "google/protobuf/timestamp.proto";
+message Order {
+  int64 id = 1;
+  google.protobuf.Timestamp at = 2;
+  map<string, Line> lines = 3;
+  optional string note = 4;
+  Status status = 5;
+  oneof pay { string card = 6; bytes token = 7; }
+  message Line { int32 qty = 1 [deprecated = true]; }
+  enum Status { UNKNOWN = 0; OK = 1; }
+  reserved 9, 10;
+}
+'''
+
+
+def test_proto_text_is_parsed_into_a_descriptor():
+    s = parse_schema("PROTOBUF", ORDER_PROTO)
+    assert s.canonical == ORDER_PROTO.strip()             # stored as sent
+    fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(s.serialized()))
+    order = fd.message_type[0]
+    by_name = {f.name: f for f in order.field}
+    assert by_name["at"].type_name == ".google.protobuf.Timestamp"
+    assert by_name["lines"].type_name == ".acme.v1.Order.LinesEntry"
+    assert by_name["status"].type == F.TYPE_ENUM
+    assert by_name["note"].proto3_optional
+    assert [d.name for d in order.oneof_decl] == ["pay", "_note"]
+    with pytest.raises(InvalidSchema, match="line 2.*'Missing' is not defined"):
+        parse_schema("PROTOBUF", 'syntax = "proto3";\nmessage M { Missing m = 1; }')
+    with pytest.raises(InvalidSchema, match="line 1"):
+        parse_schema("PROTOBUF", 'syntax = "proto3"; message M { int32 = 1; }')
+
+
+def test_proto_text_references_by_import_name():
+    from gregor.registry.service import RegistryService
+    from gregor.registry.state import RegistryState
+    state = RegistryState()
+    n = [0]
+
+    def write(recs):
+        for k, v in recs:
+            state.apply(k, v, n[0])
+            n[0] += 1
+    svc = RegistryService(state, write)
+    svc.register("money", {"schemaType": "PROTOBUF", "schema":
+                           'syntax = "proto3"; package fin; message Money { int64 cents = 1; }'})
+    body = {"schemaType": "PROTOBUF", "references": [{"name": "fin/money.proto",
+                                                       "subject": "money", "version": 1}],
+            "schema": 'syntax = "proto3"; import "fin/money.proto"; '
+                      'message Price { fin.Money amount = 1; }'}
+    sid = svc.register("price", body)
+    assert state.by_id[sid].references == (("fin/money.proto", "money", 1),)
+    # the same text without its reference does not build
+    with pytest.raises(Exception, match="42201|not defined"):
+        svc.register("price2", dict(body, references=[]))
