@@ -122,15 +122,15 @@ class Workload:
         try:
             while not stop.is_set() and (end is None or time.monotonic() < end) and \
                     (ops is None or done < ops):
-                if consumer is None:
-                    consumer = self._open_consumer(lib, rec, i)
+                done += 1                         # a failed client start counts too, so
+                if consumer is None:              # ops=N ends even if the cluster never
+                    consumer = self._open_consumer(lib, rec, i)     # comes back
                     if consumer is None:
                         continue
                 if producer is None:
                     producer = self._open_producer(lib, rec, i)
                     if producer is None:
                         continue
-                done += 1
                 if rng.random() < self.poll_share:
                     if not self._poll(lib, rec, consumer):
                         consumer = self._crash(lib, rec, consumer=consumer)
@@ -164,7 +164,9 @@ class Workload:
         return None
 
     def _open_producer(self, lib, rec, i):
-        tid = f"{self.name}-txn-{i}-{rec.process}" if self.transactional else None
+        # the same id per client slot: a replacement fences its predecessor, whose open
+        # transaction is then aborted at once instead of holding back read_committed readers
+        tid = f"{self.name}-txn-{i}" if self.transactional else None
         try:
             return lib.producer(acks=self.acks, transactional_id=tid)
         except Exception:
@@ -186,6 +188,7 @@ class Workload:
             with rec.op("assign", list(self.keys), seek_to_beginning=True) as op:
                 lib.assign(c, list(self.keys))
         if op.completed.type != "ok":
+            time.sleep(0.2)
             return self._crash(lib, rec, consumer=c)
         return c
 
