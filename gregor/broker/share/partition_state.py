@@ -22,6 +22,7 @@ small and the slices cheap.
 from __future__ import annotations
 
 from array import array
+from itertools import groupby
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
@@ -32,7 +33,10 @@ STATE_NAMES = {AVAILABLE: "AVAILABLE", ACQUIRED: "ACQUIRED", ACKNOWLEDGED: "ACKN
 # AcknowledgeType codes (ShareFetch / ShareAcknowledge)
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 NO_OWNER = 0
+NO_DEADLINE = (1 << 63) - 1          # what a record not acquired has as its lock deadline
 AVAILABLE_BYTE = bytes([AVAILABLE])
+ACQUIRED_BYTE = bytes([ACQUIRED])
+_ACQUIRED_AS_AVAILABLE = bytes(AVAILABLE if i == ACQUIRED else i for i in range(256))
 
 
 class AckError(Exception):
@@ -96,13 +100,12 @@ class SharePartition:
         """The window as (first, last, state, delivery count) runs, ACQUIRED written as
         AVAILABLE: what is persisted (an acquisition is never written, as in Kafka)."""
         out: list[tuple[int, int, int, int]] = []
-        base = self.start_offset
-        for i, (s, c) in enumerate(zip(self._state, self._count)):
-            s = AVAILABLE if s == ACQUIRED else s
-            if out and out[-1][2] == s and out[-1][3] == c and out[-1][1] == base + i - 1:
-                out[-1] = (out[-1][0], base + i, s, c)
-            else:
-                out.append((base + i, base + i, s, c))
+        first = self.start_offset
+        states = self._state.translate(_ACQUIRED_AS_AVAILABLE)
+        for (s, c), run in groupby(zip(states, self._count)):
+            n = sum(1 for _ in run)
+            out.append((first, first + n - 1, s, c))
+            first += n
         return out
 
     # -- restoring ---------------------------------------------------------------------------
@@ -117,7 +120,7 @@ class SharePartition:
         sp._state = bytearray(n)
         sp._count = bytearray(n)
         sp._owner = array("i", bytes(4 * n))
-        sp._deadline = array("q", bytes(8 * n))
+        sp._deadline = array("q", [NO_DEADLINE]) * n
         for first, last, state, count in runs:
             for off in range(max(first, start_offset), min(last, sp.end_offset - 1) + 1):
                 i = off - start_offset
@@ -146,7 +149,8 @@ class SharePartition:
         owner = self._owner_id(member_id)
         deadline = now_ms + lock_ms
         taken = 0
-        picked: list[int] = []              # window indexes acquired now
+        picked: list[int] = []              # window indexes acquired again now
+        fresh: list[tuple[int, int]] = []   # (first offset, count) of new records
         i = self._state.find(AVAILABLE_BYTE)
         while i >= 0 and taken < max_records:
             picked.append(i)
@@ -168,9 +172,9 @@ class SharePartition:
                     if strict:
                         n = min(n, max_records - taken)
                     n = min(n, room)
-                    start = len(self._state)
-                    self._grow(n, AVAILABLE)
-                    picked.extend(range(start, start + n))
+                    if n > 0:
+                        fresh.append((self.end_offset, n))
+                        self._grow_acquired(n, owner, deadline)
                     taken += n
                 if taken >= max_records or len(self._state) >= self.max_record_locks:
                     break
@@ -180,6 +184,11 @@ class SharePartition:
             self._owner[i] = owner
             self._deadline[i] = deadline
         ranges = self._as_ranges(picked)
+        for first, n in fresh:                 # new records: first delivery, one range each
+            if ranges and ranges[-1].last_offset == first - 1 and ranges[-1].delivery_count == 1:
+                ranges[-1].last_offset = first + n - 1
+            else:
+                ranges.append(Acquired(first, first + n - 1, 1))
         self._advance()               # archived control records at the front are finished
         return ranges
 
@@ -189,10 +198,17 @@ class SharePartition:
         self._state.extend(bytes([state]) * n)
         self._count.extend(bytes(n))
         self._owner.extend(array("i", bytes(4 * n)))
-        self._deadline.extend(array("q", bytes(8 * n)))
+        self._deadline.extend(array("q", [NO_DEADLINE]) * n)
         self.end_offset += n
         if state == ARCHIVED:
             self.archived_total += n
+
+    def _grow_acquired(self, n: int, owner: int, deadline: int) -> None:
+        self._state.extend(bytes([ACQUIRED]) * n)
+        self._count.extend(b"\x01" * n)
+        self._owner.extend(array("i", [owner]) * n)
+        self._deadline.extend(array("q", [deadline]) * n)
+        self.end_offset += n
 
     def _as_ranges(self, picked: list[int]) -> list[Acquired]:
         out: list[Acquired] = []
@@ -227,12 +243,23 @@ class SharePartition:
         if owner is None or lo < 0 or hi >= len(self._state):
             raise AckError(INVALID_RECORD_STATE,
                            f"offsets {first}-{last} are not acquired by member {member_id}")
-        for i in range(lo, hi + 1):
-            if self._state[i] != ACQUIRED or self._owner[i] != owner:
-                raise AckError(INVALID_RECORD_STATE,
-                               f"offset {self.start_offset + i} is not acquired by member "
-                               f"{member_id} (its lock may have expired)")
+        if self._state.count(ACQUIRED_BYTE, lo, hi + 1) != n or \
+                self._owner[lo:hi + 1].count(owner) != n:
+            bad = next(i for i in range(lo, hi + 1)
+                       if self._state[i] != ACQUIRED or self._owner[i] != owner)
+            raise AckError(INVALID_RECORD_STATE,
+                           f"offset {self.start_offset + bad} is not acquired by member "
+                           f"{member_id} (its lock may have expired)")
         one = types[0] if len(types) == 1 else None
+        if one in (ACCEPT, REJECT, GAP):       # the whole batch at once
+            state = ACKNOWLEDGED if one == ACCEPT else ARCHIVED
+            self._state[lo:hi + 1] = bytes([state]) * n
+            self._owner[lo:hi + 1] = array("i", bytes(4 * n))
+            self._deadline[lo:hi + 1] = array("q", [NO_DEADLINE]) * n
+            if state == ARCHIVED:
+                self.archived_total += n
+            self._advance()
+            return
         for k, i in enumerate(range(lo, hi + 1)):
             t = one if one is not None else types[k]
             if t == ACCEPT:
@@ -248,6 +275,7 @@ class SharePartition:
     def _set(self, i: int, state: int) -> None:
         self._state[i] = state
         self._owner[i] = NO_OWNER
+        self._deadline[i] = NO_DEADLINE
         if state == ARCHIVED:
             self.archived_total += 1
 
@@ -276,6 +304,8 @@ class SharePartition:
     def expire_locks(self, now_ms: int) -> int:
         """Records whose lock deadline has passed come back. Returns how many."""
         n = 0
+        if min(self._deadline, default=NO_DEADLINE) > now_ms:
+            return 0
         for i, s in enumerate(self._state):
             if s == ACQUIRED and self._deadline[i] <= now_ms:
                 self._release(i)
@@ -285,11 +315,8 @@ class SharePartition:
         return n
 
     def next_deadline(self) -> int | None:
-        best = None
-        for i, s in enumerate(self._state):
-            if s == ACQUIRED and (best is None or self._deadline[i] < best):
-                best = self._deadline[i]
-        return best
+        best = min(self._deadline, default=NO_DEADLINE)      # only acquired ones have one
+        return None if best == NO_DEADLINE else best
 
     # -- moving the start --------------------------------------------------------------------
 

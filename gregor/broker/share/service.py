@@ -28,8 +28,9 @@ from .settings import group_settings, parse_duration_ms
 
 log = logging.getLogger("gregor.broker.share")
 
-# What one look at the log for new records reads at most: bounded memory per ShareFetch.
-READ_CHUNK_BYTES = 1 << 20
+# What one look at the log reads at a time: bounded memory per ShareFetch, and small enough
+# that finding 500 records' batch headers does not read megabytes past them.
+READ_CHUNK_BYTES = 128 << 10
 
 
 class ShareService:
