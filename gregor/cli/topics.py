@@ -132,19 +132,33 @@ def delete(names, if_exists, bootstrap, timeout):
               help="Set a topic config (repeatable).")
 @click.option("--delete-config", "deletes", multiple=True, metavar="KEY",
               help="Reset a topic config to its default (repeatable).")
+@click.option("--append-config", "appends", multiple=True, metavar="KEY=VALUE",
+              help="Add items to a list config, e.g. cleanup.policy=compact (repeatable).")
+@click.option("--subtract-config", "subtracts", multiple=True, metavar="KEY=VALUE",
+              help="Remove items from a list config (repeatable).")
 @bootstrap_option
 @_TIMEOUT
 @with_friendly_errors
-def alter(name, partitions, configs, deletes, bootstrap, timeout):
-    """Add partitions to a topic and/or change its configs."""
-    if partitions is None and not configs and not deletes:
-        raise click.UsageError("nothing to alter: give --partitions, --config or "
-                               "--delete-config")
+def alter(name, partitions, configs, deletes, appends, subtracts, bootstrap, timeout):
+    """Add partitions to a topic and/or change its configs (IncrementalAlterConfigs: the
+    topic's other configs stay as they are)."""
+    if partitions is None and not configs and not deletes and not appends and not subtracts:
+        raise click.UsageError("nothing to alter: give --partitions, --config, "
+                               "--delete-config, --append-config or --subtract-config")
     with _admin(bootstrap) as admin:
         if partitions is not None:
             admin.create_partitions({name: partitions}, timeout)
             click.echo(f"Topic {name} now has {partitions} partitions.")
-        if configs or deletes:
+        if appends or subtracts:
+            ops = [("set", k, v) for k, v in parse_props(configs, "--config").items()]
+            ops += [("delete", k, None) for k in deletes]
+            ops += [("append", k, v)
+                    for k, v in parse_props(appends, "--append-config").items()]
+            ops += [("subtract", k, v)
+                    for k, v in parse_props(subtracts, "--subtract-config").items()]
+            admin.incremental_alter_configs({name: ops}, timeout)
+            click.echo(f"Updated configs of topic {name}.")
+        elif configs or deletes:
             changes = dict(parse_props(configs, "--config"))
             changes.update({k: None for k in deletes})
             admin.alter_configs({name: changes}, timeout)

@@ -26,6 +26,8 @@ from .metadata import Metadata
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
+CONFIG_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}   # IncrementalAlterConfigs
 # Versions we stop at: the newest that still name topics (DeleteTopics v6 may use ids only
 # when names are null, which we never send) and whose layout we describe.
 _MAX_METADATA_VERSION = 12
@@ -314,7 +316,8 @@ class AdminClient(GroupAdminMethods, TransactionAdminMethods, AclAdminMethods,
                 out.append((RESOURCE_TOPIC, r))
             else:
                 kind, name = r
-                kind = {"topic": RESOURCE_TOPIC, "broker": RESOURCE_BROKER}.get(kind, kind)
+                kind = {"topic": RESOURCE_TOPIC, "broker": RESOURCE_BROKER,
+                        "group": RESOURCE_GROUP}.get(kind, kind)
                 out.append((int(kind), str(name)))
         return out
 
@@ -348,11 +351,43 @@ class AdminClient(GroupAdminMethods, TransactionAdminMethods, AclAdminMethods,
                     for c in r["configs"]}
         return out
 
+    def incremental_alter_configs(self, changes: Mapping, timeout: float | None = None, *,
+                                  validate_only: bool = False) -> None:
+        """{topic_or_(kind, name): [(op, config, value)]}, op one of set, delete, append,
+        subtract (IncrementalAlterConfigs: the resource's other configs stay as they are;
+        kinds: topic, broker, group)."""
+        timeout = self._timeout(timeout)
+        for res_key, ops in changes.items():
+            kind, name = self._resources([res_key])[0]
+            node = int(name) if kind == RESOURCE_BROKER and name else None
+            version = self._net.api_version(node, "IncrementalAlterConfigs", timeout=timeout)
+            if version is None:
+                raise error_for_code(ErrorCode.UNSUPPORTED_VERSION,
+                                     f"cannot alter configs of {name!r} one by one: the "
+                                     "broker does not support IncrementalAlterConfigs")
+            body = {"resources": [{"resource_type": kind, "resource_name": name, "configs": [
+                {"name": k, "config_operation": CONFIG_OPS[op],
+                 "value": None if op == "delete" else str(v)} for op, k, v in ops]}],
+                "validate_only": validate_only}
+            resp = self._net.request(node, "IncrementalAlterConfigs", body, version, timeout)
+            for r in resp["responses"]:
+                if r["error_code"]:
+                    raise _error(r["error_code"], f"cannot alter configs of {name!r}",
+                                 r.get("error_message"))
+
     def alter_configs(self, changes: Mapping, timeout: float | None = None, *,
                       validate_only: bool = False) -> None:
-        """{topic_or_(kind, name): {config: value or None to reset}}. AlterConfigs replaces
-        the whole set, so the current non-default settings are read and merged first."""
+        """{topic_or_(kind, name): {config: value or None to reset}}. With
+        IncrementalAlterConfigs (brokers since Kafka 2.3) only the named configs change; else
+        AlterConfigs, which replaces the whole set, after reading and merging the current
+        non-default settings (a race with other writers that IncrementalAlterConfigs avoids)."""
         timeout = self._timeout(timeout)
+        if self._net.api_version(None, "IncrementalAlterConfigs", timeout=timeout) is not None:
+            self.incremental_alter_configs(
+                {res: [("delete", k, None) if v is None else ("set", k, v)
+                       for k, v in updates.items()] for res, updates in changes.items()},
+                timeout, validate_only=validate_only)
+            return
         for res_key, updates in changes.items():
             kind, name = self._resources([res_key])[0]
             current = self.describe_configs([(kind, name)], timeout)[name]
