@@ -160,6 +160,10 @@ class IncrementalContext:
         self.fetches = list(session.payload.values())
         self.rm = owner.broker.replica_manager
 
+    def keys(self):
+        """The purgatory keys of the session's partitions."""
+        return self.session.payload.keys()
+
     def select(self, fetches, read_committed: bool):
         """The session's partitions that may have something to say: each one's partition and
         its committed-bytes snapshot are refreshed (for the purgatory) on the way."""
@@ -176,10 +180,12 @@ class IncrementalContext:
             c.snapshot = p.committed_bytes
             log_ = p.log
             hw = p.high_watermark
-            if (c.denied or hw != c.hw or log_.log_start_offset != c.log_start
+            start = log_.log_start_offset
+            if (hw != c.hw or start != c.log_start or c.denied
                     or (leader_check and not p.is_leader)
                     or (c.leader_epoch >= 0 and c.leader_epoch != p.leader_epoch)
-                    or c.offset < log_.log_start_offset or c.offset > log_.log_end_offset):
+                    or c.offset < start
+                    or (c.offset > hw and c.offset > log_.log_end_offset)):
                 out.append(c)
                 continue
             if read_committed:

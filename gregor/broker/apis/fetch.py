@@ -90,7 +90,10 @@ def handle(broker, ctx, request):
     fut = asyncio.get_running_loop().create_future()
     op = DelayedFetch(request["max_wait_ms"], broker, fetches, version, max_bytes,
                       read_committed, min_bytes, nbytes, fut, replica, session)
-    if rm.fetch_purgatory.try_complete_else_watch(op, [(f.topic, f.partition) for f in fetches]):
+    op.just_read = True
+    keys = session.keys() if session is not None and session.fetches is not None else \
+        [(f.topic, f.partition) for f in fetches]
+    if rm.fetch_purgatory.try_complete_else_watch(op, keys):
         return fut  # completed between the read and the watch (cannot happen on one thread)
     return fut
 
@@ -241,6 +244,7 @@ class DelayedFetch(DelayedOperation):
                  min_bytes, bytes_read, future, replica=-1, session=None):
         super().__init__(timeout_ms)
         self.session = session        # a fetch session's context, or None
+        self.just_read = False
         self.replica = replica
         self.broker = broker
         self.fetches = fetches
@@ -252,17 +256,24 @@ class DelayedFetch(DelayedOperation):
         self.future = future
 
     def try_complete(self) -> bool:
-        rm = self.broker.replica_manager
+        if self.just_read:
+            # the purgatory's first check comes right after the read, in the same callback:
+            # nothing can have changed, so skip a second pass over every partition
+            self.just_read = False
+            return False
+        get = self.broker.replica_manager.partitions.get
         available = self.bytes_read
         for f in self.fetches:
-            p = rm.get(f.topic, f.partition)
+            p = get((f.topic, f.partition))
             if p is not f.partition_obj:
                 return self.force_complete()      # created, deleted or recreated meanwhile
             if p is None:
                 continue
             if not p.is_leader:
                 return self.force_complete()      # leadership moved: answer with the error
-            if f.offset > p.log.log_end_offset or f.offset < p.log.log_start_offset:
+            log_ = p.log
+            if (f.offset > p.high_watermark and f.offset > log_.log_end_offset) or \
+                    f.offset < log_.log_start_offset:
                 return self.force_complete()      # now out of range: answer with the error
             if self.replica >= 0:
                 if p.log.log_end_offset > f.offset or _epoch_error(p, f.leader_epoch):
