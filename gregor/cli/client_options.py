@@ -23,16 +23,37 @@ def _load_command_config(ctx, param, value):
     return value
 
 
+_CONNECT_TIMEOUT = "gregor.connect_timeout"
+
+
+def _keep_connect_timeout(ctx, param, value):
+    if value is not None:
+        ctx.meta[_CONNECT_TIMEOUT] = value
+    return value
+
+
 def command_config() -> dict:
-    """The client settings of --command-config FILE (none without it)."""
+    """The client settings of --command-config FILE and --connect-timeout (none without)."""
     ctx = click.get_current_context(silent=True)
-    return dict(ctx.meta.get(_COMMAND_CONFIG, {})) if ctx is not None else {}
+    if ctx is None:
+        return {}
+    out = dict(ctx.meta.get(_COMMAND_CONFIG, {}))
+    seconds = ctx.meta.get(_CONNECT_TIMEOUT)
+    if seconds is not None:
+        out["gregor.bootstrap.timeout.ms"] = -1 if seconds < 0 else int(seconds * 1000)
+    return out
 
 
 def bootstrap_option(fn):
     """--bootstrap-server HOST:PORT[,HOST:PORT] (Kafka's tools spell it this way) and
     --command-config FILE (client settings in Kafka's properties format: security.protocol,
-    sasl.*, ssl.*, as Kafka's tools take them)."""
+    sasl.*, ssl.*, as Kafka's tools take them), and --connect-timeout SECONDS."""
+    fn = click.option(
+        "--connect-timeout", type=float, default=None, metavar="SECONDS", expose_value=False,
+        callback=_keep_connect_timeout,
+        help="Give up after this long when no bootstrap server accepts a connection "
+             "(default 5; -1 waits as Kafka's tools do). Only before the first connection: "
+             "a broker restarting later is waited for.")(fn)
     fn = click.option(
         "--command-config", metavar="FILE", expose_value=False, callback=_load_command_config,
         type=click.Path(dir_okay=False), envvar="GREGOR_COMMAND_CONFIG",

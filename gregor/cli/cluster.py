@@ -175,8 +175,11 @@ def command(brokers, data_dir, port, zookeeper_port, secure, settings, schema_re
         files = SecureClusterFiles.create_or_load(root)
         config_file = files.broker_properties
 
-    zk_proc, zk_port = zk.start(root / "zookeeper", zookeeper_port,
-                                stdout=open(root / "zookeeper.log", "ab"))
+    try:
+        zk_proc, zk_port = zk.start(root / "zookeeper", zookeeper_port,
+                                    stdout=open(root / "zookeeper.log", "ab"))
+    except RuntimeError as e:         # not ready in time, or it exited: say where to look
+        raise click.ClickException(f"{e}; see its log {(root / 'zookeeper.log').resolve()}")
     connect = f"127.0.0.1:{zk_port}/gregor"
     print(f"zookeeper ready on 127.0.0.1:{zk_port} (pid {zk_proc.pid})", flush=True)
     try:

@@ -175,6 +175,11 @@ COMMON_OPTIONS: list[Option] = [
     Option("max.in.flight.requests.per.connection", 5, int, validate=_positive(
         "max.in.flight.requests.per.connection")),
     Option("socket.connection.setup.timeout.ms", 10000, int, min=1),
+    # gregor's: a client that never reached any bootstrap server after this long fails with
+    # "could not connect to HOST:PORT (connection refused)" instead of waiting out
+    # max.block.ms / request.timeout.ms, as kcat does; once connected, Kafka's retries rule.
+    # -1 waits as Kafka's clients do.
+    Option("gregor.bootstrap.timeout.ms", 5000, int, min=-1),
     Option("connections.max.idle.ms", 540000, int, min=-1),
     # Largest response frame we accept: a hostile or confused peer must not make us allocate
     # more. 100 MiB covers fetch.max.bytes (50 MiB default) with headroom, as librdkafka does.

@@ -1,11 +1,14 @@
 """Per-connection state of the client's NetworkClient: the connection's lifecycle states, its
 buffers and queues (_Conn), and the record of one request on the wire (InFlightRequest).
 
-Plain data with no behaviour of its own; network.py drives it.
+Plain data with no behaviour of its own; network.py drives it. Also how a connect attempt's
+failure is said in a few words (connect_failure_reason).
 """
 from __future__ import annotations
 
 import collections
+import errno
+import socket
 
 from ..protocol import messages
 
@@ -84,3 +87,18 @@ class Connection:
         self.session_end = None          # when the broker ends the session
         self.throttle_until = 0.0        # a broker's quota throttle: send nothing before it
 
+
+_REASONS = {errno.ECONNREFUSED: "connection refused", errno.ETIMEDOUT: "timed out",
+            errno.EHOSTUNREACH: "host unreachable", errno.ENETUNREACH: "network unreachable",
+            errno.ECONNRESET: "connection reset", errno.EADDRNOTAVAIL: "address not available"}
+
+
+def connect_failure_reason(err: BaseException) -> str:
+    """A connect attempt's failure in a few words, as kcat and rpk say it."""
+    if isinstance(err, socket.gaierror):
+        return f"name not resolved: {err.strerror or err}"
+    if isinstance(err, TimeoutError) or type(err).__name__ == "KafkaTimeoutError":
+        return "timed out"
+    if isinstance(err, OSError) and err.errno in _REASONS:
+        return _REASONS[err.errno]
+    return str(err) or type(err).__name__

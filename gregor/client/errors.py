@@ -14,6 +14,11 @@ class KafkaConnectionError(ClientError):
     """A broker could not be reached, or the connection to it was lost."""
 
 
+class BrokerNotReachableError(KafkaConnectionError):
+    """No bootstrap server ever accepted a connection within gregor.bootstrap.timeout.ms:
+    nothing listens there (or it is not reachable), so waiting longer would not help."""
+
+
 class CorrelationIdMismatchError(KafkaConnectionError):
     """A response arrived whose correlation id is not the oldest outstanding request's."""
 

@@ -28,7 +28,9 @@ from .config import COMMON_OPTIONS, bootstrap_list, check_common, parse_config
 from .connection import (API_VERSIONS as _API_VERSIONS, AUTHENTICATING, CONNECTING,
                          DISCONNECTED, HANDSHAKING, NEGOTIATING, READY, Connection,
                          InFlightRequest)
-from .errors import CorrelationIdMismatchError, KafkaConnectionError, KafkaTimeoutError
+from .connection import connect_failure_reason
+from .errors import (BrokerNotReachableError, CorrelationIdMismatchError,
+                     KafkaConnectionError, KafkaTimeoutError)
 from .metadata import Metadata
 from .network_blocking import BlockingRequests
 from .security.secure_connection import connection_security
@@ -62,6 +64,13 @@ class NetworkClient(BlockingRequests):
         self.backoff_max = cfg["reconnect.backoff.max.ms"] / 1000.0
         self.connect_timeout = cfg["socket.connection.setup.timeout.ms"] / 1000.0
         self.max_frame = cfg["receive.message.max.bytes"]
+        # Fast failure only before any bootstrap server ever accepted a connection; a client
+        # that was connected once rides out restarts and failovers with Kafka's retries.
+        boot_timeout = cfg.get("gregor.bootstrap.timeout.ms", 5000)
+        self.bootstrap_timeout = None if boot_timeout < 0 else boot_timeout / 1000.0
+        self.ever_connected = False
+        self._born = clock()
+        self._connect_errors: dict[tuple[str, int], str] = {}   # (host, port) -> why, short
         idle = cfg["connections.max.idle.ms"]
         self.max_idle = idle / 1000.0 if idle >= 0 else None
         self.metadata = metadata if metadata is not None else Metadata(cfg["metadata.max.age.ms"])
@@ -132,6 +141,8 @@ class NetworkClient(BlockingRequests):
 
     def _connect_failed(self, c: Connection, now: float, err: Exception) -> None:
         log.debug("connection to node %s (%s:%s) failed: %s", c.node_id, c.host, c.port, err)
+        if not self.ever_connected:
+            self._connect_errors[(c.host, c.port)] = connect_failure_reason(err)
         self._close_conn(c, KafkaConnectionError(
             f"cannot connect to node {c.node_id} at {c.host}:{c.port}: {err}"))
 
@@ -219,6 +230,19 @@ class NetworkClient(BlockingRequests):
             if now >= c.next_attempt:
                 self._initiate(c, now)
         return False
+
+    def unreachable_error(self, now: float | None = None) -> BrokerNotReachableError | None:
+        """The error to fail with when no bootstrap server ever accepted a connection and
+        gregor.bootstrap.timeout.ms has passed since this client was made, else None."""
+        if self.ever_connected or self.bootstrap_timeout is None or not self._connect_errors:
+            return None
+        now = self.clock() if now is None else now
+        if now - self._born < self.bootstrap_timeout:
+            return None
+        tried = ", ".join(f"{h}:{p} ({why})" for (h, p), why in self._connect_errors.items())
+        return BrokerNotReachableError(
+            f"could not connect to {tried}; is a broker running there? (bootstrap.servers; "
+            f"gave up after gregor.bootstrap.timeout.ms={int(self.bootstrap_timeout * 1000)})")
 
     def is_connected(self, node_id: int) -> bool:
         c = self._conns.get(node_id)
@@ -480,6 +504,7 @@ class NetworkClient(BlockingRequests):
                     if err:
                         self._connect_failed(c, now, OSError(err, errno.errorcode.get(err, "")))
                         continue
+                    self.ever_connected = True
                     if self._security is not None and self._security.tls is not None:
                         self._security.start_tls(self, c, now)
                         continue

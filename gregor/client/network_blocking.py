@@ -24,9 +24,9 @@ class BlockingRequests:
                     return node
                 if c.state == "disconnected" and node_id is not None and c.failures:
                     last_err = f"last attempt to {c.host}:{c.port} failed"
-            failed = self.authentication_failure(node_id)
+            failed = self.authentication_failure(node_id) or self.unreachable_error(now)
             if failed is not None:
-                raise failed                     # TLS / SASL failed: retrying will not help
+                raise failed       # TLS / SASL refused, or nothing ever listened: no retry helps
             if now >= deadline:
                 where = "any broker" if node_id is None else f"node {node_id}"
                 raise KafkaConnectionError(

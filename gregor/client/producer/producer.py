@@ -452,7 +452,8 @@ class Producer(TransactionalMethods):
                     self._fast[topic] = (n, self._acc.ensure_topic(topic, n), avail)
                 return n
             fatal = self._sender.fatal_error or (self._txn.fatal_error if self._txn else None) \
-                or self._network.authentication_failure()      # TLS / SASL refused
+                or self._network.authentication_failure() \
+                or self._network.unreachable_error()           # TLS / SASL refused; no broker
             if fatal is not None:
                 raise fatal
             version = md.version
