@@ -38,23 +38,32 @@ def command():
 @_TIMEOUT
 @with_friendly_errors
 def list_(states, bootstrap, timeout):
-    """List the consumer groups with their state."""
+    """List the groups: id, state, type (classic or consumer, KIP-848) and protocol type,
+    the columns of Kafka's kafka-groups.sh --list and of the console."""
     with _admin(bootstrap) as admin:
         for g in admin.list_groups(timeout, states=list(states) or None):
-            click.echo(f"{g.group_id}\t{g.state or '?'}\t{g.protocol_type}")
+            click.echo(f"{g.group_id}\t{g.state or '?'}\t{g.group_type or 'classic'}\t"
+                       f"{g.protocol_type}")
 
 
 def _lag_rows(admin, group: str, timeout: float):
+    """Every partition of the topics the group reads (committed to or assigned); where
+    nothing is committed the lag counts from the partition's earliest offset (what a reset to
+    earliest would read), and the row says so (its Committed is "-")."""
+    from ..console.lag import partitions_read
     d = admin.describe_groups([group], timeout)[group]
     committed = admin.list_group_offsets(group, None, timeout)
     owner = {tp: m for m in d.members for tp in m.assignment}
-    tps = sorted(set(committed) | set(owner))
+    tps = partitions_read(admin, set(committed) | set(owner), timeout)
     ends = admin.list_offsets({tp: "latest" for tp in tps}, timeout) if tps else {}
+    bare = [tp for tp in tps if tp not in committed]
+    starts = admin.list_offsets({tp: "earliest" for tp in bare}, timeout) if bare else {}
     rows = []
     for tp in tps:
         c = committed.get(tp, (None, ""))[0]
         end = ends[tp].offset if ends.get(tp) else None
-        lag = end - c if c is not None and end is not None else None
+        base = c if c is not None else (starts[tp].offset if starts.get(tp) else None)
+        lag = max(0, end - base) if base is not None and end is not None else None
         m = owner.get(tp)
         rows.append((tp[0], tp[1], c, end, lag, m))
     return d, rows
@@ -74,6 +83,9 @@ def describe(group, bootstrap, timeout):
     console = Console(highlight=False, soft_wrap=True, width=100_000)
     with _admin(bootstrap) as admin:
         d, rows = _lag_rows(admin, group, timeout)
+    if d.state == "Dead" and not rows:
+        # kafka-consumer-groups.sh --describe's words; exit 1 so scripts can tell
+        raise click.ClickException(f"Consumer group '{group}' does not exist.")
     console.print(f"Group: {group}\tState: {d.state}\tProtocol: {d.protocol or '-'}\t"
                   f"Members: {len(d.members)}")
     table = Table(box=None, pad_edge=False, show_edge=False)
@@ -86,6 +98,9 @@ def describe(group, bootstrap, timeout):
                       "-" if end is None else str(end), "-" if lag is None else str(lag),
                       m.member_id if m else "-", m.host if m else "-", m.client_id if m else "-")
     console.print(table)
+    if any(c is None and lag for _, _, c, _, lag, _ in rows):
+        console.print("Lag where Committed is \"-\" counts from the partition's earliest "
+                      "offset (nothing committed there yet).")
 
 
 @command.command("reset-offsets")

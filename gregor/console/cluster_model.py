@@ -96,10 +96,11 @@ class ClusterModel:
             return c, topics
         c, topics = await self.pool.admin(read)
         led: dict[int, int] = {}
-        under, offline, partitions = [], [], 0
+        under, offline, partitions, internal = [], [], 0, 0
         for t in topics.values():
             for p in t.partitions:
                 partitions += 1
+                internal += t.internal
                 led[p.leader] = led.get(p.leader, 0) + 1
                 if p.leader < 0:
                     offline.append({"topic": t.name, "partition": p.partition})
@@ -115,6 +116,8 @@ class ClusterModel:
             "topic_count": sum(1 for t in topics.values() if not t.internal),
             "internal_topic_count": sum(1 for t in topics.values() if t.internal),
             "partition_count": partitions,
+            # __consumer_offsets alone has 50: a total that hides them misleads
+            "internal_partition_count": internal,
             "under_replicated": under, "offline": offline,
         }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
+from .lag import partitions_read
 from .reader import records_at
 
 STRATEGIES = ("earliest", "latest", "offset", "timestamp", "shift")
@@ -51,7 +52,8 @@ class GroupsModel:
             g = snap[gid]
             rows.append({"group_id": gid, "state": g.state, "protocol_type": g.protocol_type,
                          "type": g.group_type or "classic",
-                         "topics": g.topics, "partitions": len(g.committed),
+                         "topics": g.topics, "partitions": len(g.ends),
+                         "uncommitted": len(g.uncommitted),
                          "total_lag": g.total_lag, "max_lag": g.max_lag,
                          "history": [v for _, v in self.sampler.series(gid)][-60:]})
         return {"groups": rows, "sampled_at": self.sampler.sampled_at,
@@ -74,13 +76,13 @@ class GroupsModel:
             d = admin.describe_groups([gid])[gid]
             committed = admin.list_group_offsets(gid)
             owner = {tp: m for m in d.members for tp in m.assignment}
-            topics = admin.list_topics(include_internal=True)
-            live = {(t, p.partition) for t, td in topics.items() for p in td.partitions
-                    if p.leader >= 0}
-            tps = sorted(tp for tp in set(committed) | set(owner) if tp in live)
+            # every partition of the topics it reads; lag from earliest where none committed
+            tps = partitions_read(admin, set(committed) | set(owner))
             ends = admin.list_offsets({tp: "latest" for tp in tps}) if tps else {}
-            return d, committed, owner, tps, ends
-        d, committed, owner, tps, ends = await self.pool.admin(read)
+            bare = [tp for tp in tps if tp not in committed]
+            starts = admin.list_offsets({tp: "earliest" for tp in bare}) if bare else {}
+            return d, committed, owner, tps, ends, starts
+        d, committed, owner, tps, ends, starts = await self.pool.admin(read)
         behind = {tp: committed[tp][0] for tp in tps
                   if tp in committed and ends.get(tp) and committed[tp][0] < ends[tp].offset}
         at = await self.pool.run(records_at, self.settings, behind, timeout) if behind else {}
@@ -89,13 +91,15 @@ class GroupsModel:
         for tp in tps:
             c = committed.get(tp, (None, ""))[0]
             end = ends[tp].offset if ends.get(tp) else None
-            lag = max(0, end - c) if c is not None and end is not None else None
+            base = c if c is not None else (starts[tp].offset if starts.get(tp) else None)
+            lag = max(0, end - base) if base is not None and end is not None else None
             rec = at.get(tp)
             time_lag = (max(0, now_ms - rec.timestamp) if rec is not None else
                         (0 if lag == 0 else None))
             m = owner.get(tp)
             rows.append({"topic": tp[0], "partition": tp[1], "committed": c, "end": end,
-                         "lag": lag, "time_lag_ms": time_lag,
+                         "lag": lag, "lag_from_earliest": c is None and lag is not None,
+                         "time_lag_ms": time_lag,
                          "member_id": m.member_id if m else None,
                          "client_id": m.client_id if m else None,
                          "host": m.host if m else None})
@@ -112,7 +116,8 @@ class GroupsModel:
                 "protocol": d.protocol,
                 "type": group_type,
                 "members": members, "partitions": rows,
-                "total_lag": sum(known_lags), "max_time_lag_ms": max(time_lags, default=None),
+                "total_lag": sum(known_lags),
+                "lag_from_earliest": any(r["lag_from_earliest"] for r in rows), "max_time_lag_ms": max(time_lags, default=None),
                 "topics": sorted({r["topic"] for r in rows}),
                 "history": self.sampler.series(gid)}
 

@@ -3,7 +3,9 @@ their partitions, kept as the latest snapshot (the groups page renders from it, 
 with many groups) and as a ring buffer of total lag per group (the lag-over-time chart).
 
 One sample costs the broker: ListGroups per broker, Metadata, one batched FindCoordinator, one
-OffsetFetch per coordinator (many groups each, v8+) and one ListOffsets per partition leader.
+OffsetFetch per coordinator (many groups each, v8+) and one ListOffsets per partition leader
+(two where some group has not committed to every partition of its topics: lag there counts
+from the earliest offset).
 """
 from __future__ import annotations
 
@@ -23,12 +25,25 @@ class GroupLag:
     protocol_type: str
     group_type: str
     committed: dict = field(default_factory=dict)    # {(topic, p): offset}
-    ends: dict = field(default_factory=dict)         # {(topic, p): log end offset}
+    ends: dict = field(default_factory=dict)         # {(topic, p): log end offset}, every
+    #                                                  partition of the topics it reads
+    starts: dict = field(default_factory=dict)       # {(topic, p): earliest}, uncommitted ones
 
     @property
     def lag_by_partition(self) -> dict:
-        return {tp: max(0, self.ends[tp] - o) for tp, o in self.committed.items()
-                if tp in self.ends}
+        """Every partition of the group's topics: from the committed offset, or from the
+        earliest one where nothing is committed (what the group has not read yet)."""
+        out = {}
+        for tp, end in self.ends.items():
+            base = self.committed.get(tp, self.starts.get(tp))
+            if base is not None:
+                out[tp] = max(0, end - base)
+        return out
+
+    @property
+    def uncommitted(self) -> list:
+        """Partitions counted from their earliest offset (nothing committed there)."""
+        return sorted(tp for tp in self.ends if tp not in self.committed)
 
     @property
     def total_lag(self) -> int:
@@ -43,6 +58,15 @@ class GroupLag:
         return sorted({t for t, _ in self.committed})
 
 
+def partitions_read(admin, known, timeout: float | None = None) -> list:
+    """Every live partition of the topics in `known` ((topic, partition) pairs a group
+    committed to or was assigned), sorted: a partition nobody committed to still has lag."""
+    topics = admin.list_topics(timeout, include_internal=True)
+    names = {t for t, _ in known}
+    return sorted((t, p.partition) for t, d in topics.items() if t in names
+                  for p in d.partitions if p.leader >= 0)
+
+
 def take_sample(admin) -> dict[str, GroupLag]:
     """One sample (blocking; a worker thread runs it)."""
     listing = admin.list_groups()
@@ -50,16 +74,26 @@ def take_sample(admin) -> dict[str, GroupLag]:
     # Committed offsets may name topics or partitions deleted since: ask only for live ones
     # (ListOffsets would retry an unknown partition until its timeout).
     topics = admin.list_topics(include_internal=True)
-    live = {(t, p.partition) for t, d in topics.items() for p in d.partitions if p.leader >= 0}
-    wanted = {tp for o in offsets.values() for tp in o if tp in live}
+    by_topic: dict[str, list] = {}
+    for t, d in topics.items():
+        by_topic[t] = [(t, p.partition) for p in d.partitions if p.leader >= 0]
+    # each group's partitions: all of every topic it committed to
+    reads = {gid: {tp for t in {t for t, _ in o} for tp in by_topic.get(t, ())}
+             for gid, o in offsets.items()}
+    wanted = set().union(*reads.values()) if reads else set()
+    bare = {tp for gid, tps in reads.items() for tp in tps if tp not in offsets[gid]}
     ends = admin.list_offsets({tp: "latest" for tp in wanted}) if wanted else {}
+    starts = admin.list_offsets({tp: "earliest" for tp in bare}) if bare else {}
     end_of = {tp: o.offset for tp, o in ends.items() if o is not None}
+    start_of = {tp: o.offset for tp, o in starts.items() if o is not None}
     out = {}
     for g in listing:
         committed = offsets.get(g.group_id, {})
+        mine = reads.get(g.group_id, set())
         out[g.group_id] = GroupLag(g.group_id, g.state, g.protocol_type, g.group_type,
-                                   committed, {tp: end_of[tp] for tp in committed
-                                               if tp in end_of})
+                                   committed, {tp: end_of[tp] for tp in mine if tp in end_of},
+                                   {tp: start_of[tp] for tp in mine
+                                    if tp not in committed and tp in start_of})
     return out
 
 

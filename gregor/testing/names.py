@@ -64,8 +64,10 @@ def error_code(error: int | str) -> int:
         return int(ErrorCode[name])
     names = list(ErrorCode.__members__)
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
-    raise ValueError(f"unknown error {error!r}; {hint}valid names: " + ", ".join(names))
+    if close:           # a guess is enough; ~130 names after it hid it
+        raise ValueError(f"unknown error {error!r}; did you mean {' or '.join(close)}? "
+                         "(gregor.protocol.errors.ErrorCode lists them all)")
+    raise ValueError(f"unknown error {error!r}; valid names: " + ", ".join(names))
 
 
 def error_name(code: int) -> str:
