@@ -54,6 +54,8 @@ def body_json(req):
         return json.loads(req.body)
     except (ValueError, UnicodeDecodeError) as e:
         raise errors.RegistryError(400, 400, f"the body is not JSON: {e}") from None
+    except RecursionError:
+        raise errors.RegistryError(400, 400, "the body's JSON is nested too deeply") from None
 
 
 def _schema_id(raw: str) -> int:

@@ -184,6 +184,9 @@ def parse_schema(schema_type: str, text: str, references=()):
         return parser(text, refs)
     except avro.AvroSchemaError as e:
         raise InvalidSchema(str(e)) from None
+    except RecursionError:
+        # hostile input: nesting past what the parsers recurse through
+        raise InvalidSchema("the schema is nested too deeply") from None
 
 
 def check(reader, writer, reader_label="new", writer_label="old"):

@@ -99,3 +99,21 @@ def test_boolean_spellings_and_limits(http):
     http.call("DELETE", "/subjects/lim-2")
     assert http.call("GET", "/subjects?deletedOnly=true&subject=lim-")[1] == ["lim-2"]
     assert http.call("GET", "/subjects?deleted_only=True&subject=lim-")[1] == ["lim-2"]
+
+
+def test_hostile_nesting_gets_typed_errors(http):
+    deep = "[" * 50_000 + "]" * 50_000
+    st, body, _ = http.call("POST", "/subjects/deep/versions", {"schema": deep})
+    assert (st, body["error_code"]) == (422, 42201)
+    st, body, _ = http.call("POST", "/subjects/deep/versions",
+                            raw=b'{"schema":' + b"[" * 50_000 + b"]" * 50_000 + b"}")
+    assert (st, body["error_code"]) == (400, 400)
+    st, body, _ = http.call("POST", "/subjects/deep/versions",
+                            {"schema": deep, "schemaType": "JSON"})
+    assert (st, body["error_code"]) == (422, 42201)
+    assert http.call("GET", "/subjects/deep/versions")[0] == 404
+    # the connection-level parser refuses garbage with a 400 and closes
+    import socket
+    with socket.create_connection((http.host, http.port), timeout=60) as s:
+        s.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
+        assert s.recv(1000).startswith(b"HTTP/1.1 400")
