@@ -119,6 +119,7 @@ class Routes:
         route("GET", "/mode", lambda req: self.s.get_mode(None))
         route("PUT", "/mode", lambda req: self.s.set_mode(None, body_json(req),
                                                            flag(req, "force")), write=True)
+        route("DELETE", "/mode", lambda req: self.s.delete_mode(None), write=True)
         route("GET", "/mode/{subject}", lambda req, subject: self.s.get_mode(
             subject, flag(req, "defaultToGlobal")))
         route("PUT", "/mode/{subject}", lambda req, subject: self.s.set_mode(
