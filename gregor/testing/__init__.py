@@ -17,7 +17,9 @@ What is here (docs/testing.md has the guide and examples that run):
 - `History`, `Recorder`, `check_history`: Jepsen-style histories of client operations and a
   checker for Kafka's anomalies (gregor.testing.history);
 - `check_txn_indexes`: every replica's aborted-transaction index against what its log implies;
-- a pytest plugin (gregor.testing.plugin, registered through the pytest11 entry point).
+- a pytest plugin (gregor.testing.plugin, registered through the pytest11 entry point);
+- Jepsen-style runs (docs/jepsen.md): `Network` (nodes in network namespaces, directed cuts),
+  `NetnsCluster`, the seeded `Nemesis` and its `schedule`, `python -m gregor.testing.jepsen`.
 
 Names are imported on first use, so `import gregor.testing` (and the pytest plugin) stays cheap
 for test runs that never start a broker.
@@ -43,6 +45,10 @@ _EXPORTS = {
     "DROP": "gregor.testing.request",
     "CLOSE": "gregor.testing.request",
     "WireClient": "gregor.testing.wire",
+    "Network": "gregor.testing.netns",
+    "NetnsCluster": "gregor.testing.netcluster",
+    "Nemesis": "gregor.testing.nemesis",
+    "schedule": "gregor.testing.nemesis",
     "check_txn_indexes": "gregor.testing.txn_index_check",
     "History": "gregor.testing.history",
     "Recorder": "gregor.testing.history",
