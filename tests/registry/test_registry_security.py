@@ -41,6 +41,16 @@ def test_basic_auth_and_readonly_role(broker):
         assert (st, body["error_code"]) == (403, 40301)
         # lookups and compatibility tests are reads
         assert call(conn, "POST", "/subjects/s", {"schema": '"int"'}, user="reader:pw")[0] == 200
+        # confluent-kafka's client with basic.auth.user.info
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+        admin = SchemaRegistryClient({"url": r.url, "basic.auth.user.info": "alice:s3cret"})
+        assert admin.register_schema("ck", Schema('"string"')) >= 1
+        reader = SchemaRegistryClient({"url": r.url, "basic.auth.user.info": "reader:pw"})
+        assert "ck" in reader.get_subjects()
+        with pytest.raises(SchemaRegistryError) as e:
+            reader.register_schema("ck2", Schema('"bytes"'))
+        assert (e.value.http_status_code, e.value.error_code) == (403, 40301)
 
 
 def test_users_file_errors():
