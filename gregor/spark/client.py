@@ -52,6 +52,26 @@ def _admin(config: dict):
     return AdminClient(admin_params(config))
 
 
+def check_subscribed_topics(options) -> None:
+    """At load(): the topics a `subscribe` or `assign` read names exist (tried as the offset
+    queries are, fetchOffset.numRetries times: a topic may be being created). A pattern may
+    match nothing yet, as in Spark."""
+    from .options import (DEFAULT_FETCH_OFFSET_RETRIES, DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS,
+                          _int, client_config, parse_subscription)
+    subscription = parse_subscription(options)
+    if subscription.kind == "subscribePattern":
+        return
+    meta = TopicMetadata(client_config(options),
+                         attempts=_int(options, "fetchOffset.numRetries",
+                                       DEFAULT_FETCH_OFFSET_RETRIES, 1),
+                         retry_interval_ms=_int(options, "fetchOffset.retryIntervalMs",
+                                                DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS, 0))
+    try:
+        meta.partitions(subscription, required=True)
+    finally:
+        meta.close()
+
+
 class TopicMetadata:
     """Driver-side metadata and offset queries (one consumer and one admin client, reused
     across micro-batches).
@@ -69,6 +89,7 @@ class TopicMetadata:
         self._interval_s = retry_interval_ms / 1000
         self._consumer_ = None
         self._admin_ = None
+        self._answered = False      # a query succeeded once: the cluster was reachable
 
     @property
     def _consumer(self):
@@ -83,11 +104,17 @@ class TopicMetadata:
         return self._admin_
 
     def _with_retries(self, what: str, body):
+        from gregor.client.errors import BrokerNotReachableError
         for attempt in range(1, self._attempts + 1):
             try:
-                return body()
+                out = body()
+                self._answered = True
+                return out
             except Exception as e:
-                if attempt >= self._attempts:
+                # nothing ever listened at bootstrap.servers: retrying only delays the answer
+                # (a broker that answered before and restarts is retried, as Spark does)
+                if attempt >= self._attempts or (isinstance(e, BrokerNotReachableError)
+                                                 and not self._answered):
                     raise
                 log.warning("attempt %d of %d to %s failed (%s); retrying in %d ms "
                             "(fetchOffset.numRetries / fetchOffset.retryIntervalMs)",
@@ -101,6 +128,13 @@ class TopicMetadata:
         def body():
             if subscription.kind == "assign":
                 out = list(subscription.assigned)
+                if required:         # each assigned topic must exist (load()'s check)
+                    existing = self._admin.list_topics()
+                    missing = sorted({t for t, _ in out if t not in existing})
+                    if missing:
+                        raise OptionError(f"no partitions found for {', '.join(missing)}: "
+                                          "the topic does not exist; create it first "
+                                          "(gregor topics create ...) or check the name")
             else:
                 out = sorted((name, p.partition) for name, desc in self._admin.list_topics().items()
                              if subscription.matches(name) for p in desc.partitions)

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from .arrow import check_read_schema, check_sink_schema, read_ddl
 from . import exactly_once, worker_heap
-from .client import RecordWriter
+from .client import RecordWriter, check_subscribed_topics
 from .options import (OptionError, SinkOptions, parse_sink_options, parse_source_options,
                       validate_source_options, wants_headers)
 from .reader import GregorBatchReader, GregorStreamReader
@@ -45,6 +45,7 @@ class GregorDataSource(DataSource):
         # the options are checked here so that mistakes fail at load(), as with Spark's Kafka
         # source, not at the first action.
         validate_source_options(self.options)
+        check_subscribed_topics(self.options)      # a missing topic fails here, by its name
         return read_ddl(wants_headers(self.options))
 
     def _check_schema(self, schema: StructType) -> None:
