@@ -59,9 +59,13 @@ def workers_python(spark) -> str | None:
     be asked (Spark Connect)."""
     try:
         jvm = spark.sparkContext._jvm
-        return str(jvm.org.apache.spark.api.python.PythonUtils.defaultPythonExec())
     except Exception:  # noqa: BLE001 - Spark Connect has no sparkContext; nothing to check
         return None
+    try:
+        return str(jvm.org.apache.spark.api.python.PythonUtils.defaultPythonExec())
+    except Exception:  # noqa: BLE001 - no static forwarder for it (PySpark 4.3): same rule
+        env = jvm.java.lang.System.getenv
+        return str(env("PYSPARK_DRIVER_PYTHON") or env("PYSPARK_PYTHON") or "python3")
 
 
 def import_problem(python: str) -> str | None:
@@ -74,7 +78,7 @@ def import_problem(python: str) -> str | None:
         return f"could not run {python!r} ({e})"
     if probe.returncode == 0:
         return None
-    return f"{python!r} ({path}) cannot import gregor"
+    return f"{python!r} ({path}), which cannot import gregor"
 
 
 def check_workers(spark) -> str | None:

@@ -70,6 +70,14 @@ def test_check_workers_is_quiet_when_the_workers_have_gregor():
         assert python_workers.check_workers(_FakeSession("spark://h:7077", "/nope")) is None
 
 
+def test_the_workers_python_of_a_running_session(spark):
+    """Asked of the JVM itself (tests/spark/conftest.py started it with PYSPARK_PYTHON set to
+    this interpreter); PySpark 4.3's py4j sees no static defaultPythonExec, so the same rule
+    is read from the JVM's environment."""
+    assert python_workers.workers_python(spark) == sys.executable
+    assert python_workers.check_workers(spark) is None
+
+
 def test_session_sets_the_workers_python_before_the_jvm_starts(monkeypatch):
     """session() hands the builder spark.pyspark.python and exports PYSPARK_PYTHON (what the
     JVM reads) when the user chose neither; a stub builder stands in for the JVM."""
