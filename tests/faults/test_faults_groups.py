@@ -100,7 +100,7 @@ def test_group_resumes_at_committed_offsets_after_kill_9(tmp_path):
                 if len(seen) % 10 == 0:
                     c.commit(asynchronous=False)
         committed_before = {tp.partition: tp.offset for tp in c.committed(
-            [TopicPartition("in", 0), TopicPartition("in", 1)], timeout=10)}
+            [TopicPartition("in", 0), TopicPartition("in", 1)], timeout=60)}
         b.kill()
         c.close()
         b.start()
