@@ -42,7 +42,7 @@ log = logging.getLogger("gregor.broker")
 # it was useful; a single Python broker serves at most this many partitions per topic.
 MAX_PARTITIONS_PER_TOPIC = 10_000
 # Names Kafka reserves for its internal topics; clients may read them but not create them here.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def partition_budget(config: BrokerConfig) -> int:

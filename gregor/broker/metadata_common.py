@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..protocol.errors import ErrorCode
 
-INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 NO_AUTHORIZED_OPS = -2147483648
 
 

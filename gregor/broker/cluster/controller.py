@@ -40,7 +40,7 @@ from .propagation import PushPlanner
 
 log = logging.getLogger("gregor.broker.cluster.controller")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 MAX_PARTITIONS_PER_TOPIC = 10_000     # as the single-node broker: bounded work per request
 
 

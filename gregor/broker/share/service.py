@@ -218,6 +218,17 @@ class ShareService:
 
     # -- persisting --------------------------------------------------------------------------
 
+    def _ensure_store(self) -> None:
+        """The topic exists before a write: created here on one node, through ZooKeeper in a
+        cluster (replicated like __consumer_offsets; a write then succeeds only on the broker
+        leading the key's partition, see docs/share-groups.md)."""
+        if self.broker.cluster is not None:
+            self.broker.cluster.ensure_internal_topic(
+                S.TOPIC, self.store.num_partitions, self.store.configs,
+                int(self.broker.config.get("share.coordinator.state.topic.replication.factor")))
+        elif not self.store.exists():
+            self.store.ensure()
+
     def persist(self, key: tuple, sp: SharePartition, done: Callable[[int], None] | None = None):
         """Write the share-partition's state; done(error code) once committed."""
         group_id, topic_id, partition = key
@@ -225,8 +236,7 @@ class ShareService:
                   S.encode_value(sp.state_epoch, sp.start_offset, sp.end_offset, sp.runs()))
         target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
         try:
-            if not self.store.exists():
-                self.store.ensure()
+            self._ensure_store()
             self.store.append_then(target, [record],
                                    lambda code, _last: done(code) if done else None)
         except Exception as e:                      # a KafkaError, or the topic is not here
@@ -241,8 +251,7 @@ class ShareService:
         group_id, topic_id, partition = key
         target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
         try:
-            if not self.store.exists():
-                self.store.ensure()
+            self._ensure_store()
             self.store.append_then(target, [(S.encode_key(*key), None)],
                                    lambda code, _last: done(code) if done else None)
         except Exception as e:
