@@ -36,6 +36,7 @@ REPLICA_SOCKET_TIMEOUT_S = 10.0
 WORKERS = 2                   # client processes (threads) per client namespace
 CONTROLS = ("acks1", "unclean")
 DEFAULT_CLIENTS = ("confluent-kafka", "kafka-python")
+LOSS = ("lost-write", "unseen", "inconsistent-offsets")   # what a control must show
 
 
 @dataclass
@@ -118,13 +119,16 @@ def recovery_timeout(cfg: RunConfig) -> float:
 
 def control_plan(cfg: RunConfig) -> list[Step]:
     """The controls. acks1: partition 0's leader cut from ZooKeeper and its followers (clients
-    still reach it) long enough for a follower to be elected. unclean: the leader cut from its
-    followers until its ISR is itself (min ISR 1 on that topic, so it keeps acknowledging),
-    then killed: only out-of-sync followers remain and one is elected."""
+    still reach it) long enough for a follower to be elected. unclean: the controller, leader
+    of some partitions, cut from the other brokers until its ISRs are itself (min ISR 1 on
+    the topic, so it keeps acknowledging), then killed: only out-of-sync followers remain and
+    one is elected. It must be the controller: a leader shrinks its ISR through the
+    controller (AlterPartition), so a leader cut from a controller elsewhere cannot shrink it
+    and acknowledges nothing alone."""
     s = cfg.session_ms / 1000.0
     if cfg.control == "unclean":
         lag = 2 * s                                   # replica.lag.time.max.ms
-        return [Step(2 * s, "kill-after-lag", 4 * s, "leader", 0, int((lag + 3 * s) * 10))]
+        return [Step(2 * s, "kill-after-lag", 4 * s, "controller", 0, int((lag + 3 * s) * 10))]
     return [Step(2 * s, "leader-alone", 5 * s, "leader", 0)]
 
 
@@ -289,9 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     result = run(cfg)
     print(result.summary())
     if cfg.control:
-        lost = bool(result.report.anomalies.get("lost-write"))
-        print(f"control {cfg.control}: lost writes {'found, as they must be' if lost else 'NOT found'}")
-        return 0 if lost else 1
+        # acknowledged data gone: never read (lost-write, unseen) or read, then replaced
+        # at its offset by a truncating leader (inconsistent-offsets)
+        lost = {n: len(result.report.anomalies.get(n) or []) for n in LOSS}
+        found = {n: c for n, c in lost.items() if c}
+        print(f"control {cfg.control}: acknowledged writes lost: "
+              f"{found if found else 'NOT found'}")
+        return 0 if found and not result.report.valid else 1
     return 0 if result.valid else 1
 
 
