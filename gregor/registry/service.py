@@ -169,10 +169,23 @@ class RegistryService:
         schema_type, text, refs, _ = self._request_schema(body, normalize)
         key = refs_key(refs)
         for sv in reversed(self.state.live_versions(subject, deleted=deleted)):
-            if sv.schema_type == schema_type and sv.schema == text \
-                    and refs_key(sv.references) == key:
+            if self._same(sv, schema_type, text, key, normalize):
                 return sv
         raise errors.schema_not_found()
+
+    def _same(self, sv, schema_type, text, key, normalize) -> bool:
+        """Is the stored version `sv` this schema? With normalize, compared normalized on
+        both sides, so a version registered without normalize is found too."""
+        if sv.schema_type != schema_type or refs_key(sv.references) != key:
+            return False
+        if sv.schema == text:
+            return True
+        if not normalize:
+            return False
+        try:
+            return self.parse(sv.schema_type, sv.schema, sv.references).normalized == text
+        except errors.RegistryError:
+            return False
 
     def register(self, subject, body, normalize=False) -> int:
         if not isinstance(subject, str) or not subject or any(c < " " for c in subject):
@@ -187,8 +200,7 @@ class RegistryService:
             key = refs_key(refs)
             live = self.state.live_versions(subject)
             for sv in live:
-                if sv.schema_type == schema_type and sv.schema == text \
-                        and refs_key(sv.references) == key:
+                if self._same(sv, schema_type, text, key, normalize):
                     return sv.id              # idempotent: the same id, no new version
             if mode != "IMPORT":
                 messages = self._incompatibilities(subject, parsed, live,

@@ -137,3 +137,14 @@ def test_compatibility_test_endpoint_semantics(svc):
     assert out["is_compatible"] is False and out["messages"]
     assert svc.test_compatibility("nope", "latest", {"schema": A1}) == {"is_compatible": True}
     assert code(svc.test_compatibility, "a", "9", {"schema": A1}) == 40402
+
+
+def test_normalize_finds_versions_registered_without_it(svc):
+    # JSON Schema keeps key order in its canonical text; normalize sorts keys
+    given = {"schemaType": "JSON", "schema": '{"type":"object","title":"T"}'}
+    reordered = {"schemaType": "JSON", "schema": '{"title":"T","type":"object"}'}
+    sid = svc.register("n", given)
+    assert code(svc.lookup, "n", reordered) == 40403
+    assert svc.lookup("n", reordered, normalize=True).id == sid
+    assert svc.register("n", reordered, normalize=True) == sid
+    assert svc.versions("n") == [1]
