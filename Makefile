@@ -41,8 +41,8 @@ jepsen: $(STAMP)
 	for w in queue txn; do $(BIN)/python -m gregor.testing.jepsen --seed 1 --secure \
 	  --duration $(JEPSEN_DURATION) --workload $$w --out jepsen-output/secure-$$w-1 || fail=1; \
 	done; \
-	$(BIN)/python -m gregor.testing.jepsen --control acks1 --out jepsen-output/control-acks1 \
-	  || fail=1; \
+	for c in acks1 unclean; do $(BIN)/python -m gregor.testing.jepsen --control $$c \
+	  --out jepsen-output/control-$$c || fail=1; done; \
 	exit $$fail
 
 demo: $(STAMP)
