@@ -30,4 +30,18 @@ def to_topic(options=None, **more):
     return make(options, **more)
 
 
-__all__ = ["register", "session", "to_topic"]
+def from_confluent(col, url, subject, format="avro", **kwargs):
+    """Confluent-framed binary values as structs typed by the subject's latest schema
+    (gregor/spark/functions.py)."""
+    from .functions import from_confluent as make
+    return make(col, url, subject, format, **kwargs)
+
+
+def to_confluent(col, url, subject, schema_str=None, **kwargs):
+    """A typed column as Confluent-framed Avro, its schema registered under the subject
+    (gregor/spark/functions.py)."""
+    from .functions import to_confluent as make
+    return make(col, url, subject, schema_str, **kwargs)
+
+
+__all__ = ["register", "session", "to_topic", "from_confluent", "to_confluent"]

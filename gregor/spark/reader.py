@@ -39,16 +39,21 @@ def _as_partitions(ranges: list[off.OffsetRange]) -> list[RangePartition]:
     return [RangePartition(r.topic, r.partition, r.start, r.end) for r in ranges]
 
 
-def _read(opts: SourceOptions, p: RangePartition):
+def _read(opts: SourceOptions, p: RangePartition, decoder=None):
     if not isinstance(p, RangePartition):
         # Spark hands a placeholder partition to read() when planning found nothing to read.
         return
     rng = off.OffsetRange(p.topic, p.partition, p.start, p.end)
-    yield from read_range(opts.client, rng, include_headers=opts.include_headers,
-                          fail_on_data_loss=opts.fail_on_data_loss,
-                          poll_timeout_ms=opts.poll_timeout_ms,
-                          group_id=f"{opts.group_id}-executor" if not opts.custom_group_id
-                          else None)
+    batches = read_range(opts.client, rng, include_headers=opts.include_headers,
+                         fail_on_data_loss=opts.fail_on_data_loss,
+                         poll_timeout_ms=opts.poll_timeout_ms,
+                         group_id=f"{opts.group_id}-executor" if not opts.custom_group_id
+                         else None)
+    if decoder is None:
+        yield from batches
+    else:                        # valueFormat / keyFormat (gregor/spark/confluent.py)
+        for batch in batches:
+            yield decoder.decode(batch)
     worker_heap.settle()
 
 
@@ -85,8 +90,9 @@ class _UsesMetadata:
 
 
 class GregorBatchReader(_UsesMetadata, DataSourceReader):
-    def __init__(self, opts: SourceOptions):
+    def __init__(self, opts: SourceOptions, decoder=None):
         self.opts = opts
+        self.decoder = decoder      # decodes keyFormat / valueFormat columns on the tasks
 
     def partitions(self):
         try:
@@ -112,7 +118,7 @@ class GregorBatchReader(_UsesMetadata, DataSourceReader):
         return self._plan(start, end)
 
     def read(self, partition: RangePartition):
-        return _read(self.opts, partition)
+        return _read(self.opts, partition, self.decoder)
 
 
 class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -132,8 +138,9 @@ class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerA
     resolved anew, possibly further on) reads nothing of it: those records come with batch 1,
     exactly once."""
 
-    def __init__(self, opts: SourceOptions):
+    def __init__(self, opts: SourceOptions, decoder=None):
         self.opts = opts
+        self.decoder = decoder
         self._target: off.Offsets | None = None  # Trigger.AvailableNow: never read past this
         self._last_trigger: float | None = None  # None: the first trigger is never held back
         self._initial: dict | None = None        # initialOffset() of this run, resolved once
@@ -277,4 +284,4 @@ class GregorStreamReader(_UsesMetadata, DataSourceStreamReader, SupportsTriggerA
     # -- reading (executors) -----------------------------------------------------------------
 
     def read(self, partition: RangePartition) -> Iterator:
-        return _read(self.opts, partition)
+        return _read(self.opts, partition, self.decoder)

@@ -23,7 +23,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
 from pyspark.sql.types import StructType
 
 from .arrow import check_read_schema, check_sink_schema, read_ddl
-from . import exactly_once, worker_heap
+from . import confluent, exactly_once, worker_heap
 from .client import RecordWriter, check_subscribed_topics
 from .options import (OptionError, SinkOptions, parse_sink_options, parse_source_options,
                       validate_source_options, wants_headers)
@@ -46,24 +46,45 @@ class GregorDataSource(DataSource):
         # source, not at the first action.
         validate_source_options(self.options)
         check_subscribed_topics(self.options)      # a missing topic fails here, by its name
+        formats = self._formats()
+        if formats is not None:                    # valueFormat / keyFormat: typed structs
+            return confluent.read_schema(wants_headers(self.options), formats)
         return read_ddl(wants_headers(self.options))
 
+    def _formats(self):
+        """The Schema Registry formats of the read, each with its latest schema (driver)."""
+        if not hasattr(self, "_formats_"):
+            formats = confluent.parse(self.options, confluent.single_topic(self.options))
+            self._formats_ = None if formats is None else confluent.resolve_read(formats)
+        return self._formats_
+
     def _check_schema(self, schema: StructType) -> None:
+        if self._formats() is not None:
+            return                                 # the struct columns come from the registry
         check_read_schema([(f.name, f.dataType.simpleString()) for f in schema.fields],
                           wants_headers(self.options))
 
     def reader(self, schema: StructType):
         self._check_schema(schema)
-        return GregorBatchReader(parse_source_options(self.options, streaming=False))
+        return GregorBatchReader(parse_source_options(self.options, streaming=False),
+                                 self._decoder())
 
     def streamReader(self, schema: StructType):
         self._check_schema(schema)
-        return GregorStreamReader(parse_source_options(self.options, streaming=True))
+        return GregorStreamReader(parse_source_options(self.options, streaming=True),
+                                  self._decoder())
+
+    def _decoder(self):
+        formats = self._formats()
+        return None if formats is None else confluent.BatchDecoder(formats)
 
     def _sink_options(self, schema: StructType) -> SinkOptions:
         opts = parse_sink_options(self.options, [f.name for f in schema.fields])
-        check_sink_schema([(f.name, f.dataType.simpleString()) for f in schema.fields],
+        formats = confluent.parse(self.options, confluent.single_topic(self.options))
+        fields = [(f.name, f.dataType.simpleString()) for f in schema.fields]
+        check_sink_schema(confluent.sink_fields(fields, formats),
                           topic_option=opts.topic is not None)
+        self._encoding = None if formats is None else confluent.resolve_write(formats, schema)
         return opts
 
     def writer(self, schema: StructType, overwrite: bool):
@@ -72,12 +93,12 @@ class GregorDataSource(DataSource):
             raise OptionError("save mode 'overwrite' is not allowed for the gregor sink (a topic's "
                               "records cannot be replaced, as with Spark's Kafka sink); use "
                               ".mode('append')")
-        return GregorBatchWriter(self._sink_options(schema))
+        return GregorBatchWriter(self._sink_options(schema), self._encoding)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
         # outputMode("complete") asks for a truncate (overwrite=True); as Spark's Kafka sink,
         # the rows are appended to the topic.
-        return GregorStreamWriter(self._sink_options(schema))
+        return GregorStreamWriter(self._sink_options(schema), self._encoding)
 
 
 @dataclass
@@ -99,11 +120,13 @@ def _write_task(opts: SinkOptions, iterator) -> WrittenRows:
 
 
 class GregorBatchWriter(DataSourceArrowWriter):
-    def __init__(self, opts: SinkOptions):
+    def __init__(self, opts: SinkOptions, encoding=None):
         self.opts = opts
+        self.encoding = encoding          # valueFormat=avro: struct columns -> framed Avro
         self.write_id = exactly_once.new_write_id()
 
     def write(self, iterator):
+        iterator = confluent.encoding(iterator, self.encoding)
         if self.opts.exactly_once:
             return exactly_once.write_task(self.opts, iterator, self.write_id)
         return _write_task(self.opts, iterator)
@@ -134,11 +157,13 @@ class GregorBatchWriter(DataSourceArrowWriter):
 
 
 class GregorStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, opts: SinkOptions):
+    def __init__(self, opts: SinkOptions, encoding=None):
         self.opts = opts
+        self.encoding = encoding
         self.write_id = exactly_once.new_write_id()
 
     def write(self, iterator):
+        iterator = confluent.encoding(iterator, self.encoding)
         if self.opts.exactly_once:
             return exactly_once.write_task(self.opts, iterator, self.write_id)
         return _write_task(self.opts, iterator)
