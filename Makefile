@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	GREGOR_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/client/producer \
 		tests/protocol/records tests/client/test_consumer_arrow.py \
-		tests/client/test_consumer_arrow_decode.py
+		tests/client/test_consumer_arrow_decode.py tests/serde/test_avro_arrow.py
 
 # The Spark tests on the PySpark floor of pyproject.toml (a venv of its own) and on .venv's.
 test-spark-versions: $(STAMP)
