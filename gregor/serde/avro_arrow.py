@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..compiled import load
-from .avro import parse_avro, resolve_references
+from .avro_schema import parse_avro, resolve_references
 from .avro_program import Program, Unsupported
 from .avro_types import arrow_type, avro_schema, named_types, nullable_branch
 from .base import make_schema
