@@ -3,7 +3,10 @@
 Only an error the broker returns before it appends, or that refuses the request outright,
 is definite. Everything else (request timeouts, lost connections, NOT_LEADER_OR_FOLLOWER,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND, an unknown server error) may have been written, now or by
-a retry, and completes the op as info. Each client module maps its own exceptions to Kafka's
+a retry, and completes the op as info. NOT_ENOUGH_REPLICAS is one of them too: the broker (as
+Kafka's Partition.appendRecordsToLeader) checks min.insync.replicas before it looks for a
+duplicate, so a client's retry of a batch an earlier attempt appended is answered with it;
+the error a client reports after its retries says nothing of those earlier attempts. Each client module maps its own exceptions to Kafka's
 error names and calls `classify_name`; names differ a little between clients (librdkafka
 says UNKNOWN_TOPIC_OR_PART), so both spellings are here.
 """
@@ -12,7 +15,6 @@ from __future__ import annotations
 from gregor.testing.history.op import FAIL, INFO
 
 DEFINITE = frozenset({
-    "NOT_ENOUGH_REPLICAS",                 # checked before the append
     "UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION",
     "INVALID_TOPIC_EXCEPTION", "INVALID_TOPIC",
     "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
