@@ -189,8 +189,21 @@ class BatchDecoder:
                 raise ValueError(f"{column}Format={dec_format(self.opts, column)}: the {column}"
                                  f"{where} does not decode: {getattr(e, 'reason', e)} (set "
                                  "mode=PERMISSIVE to read such records as null)") from None
-            cols[i] = decoded
+            cols[i] = spark_arrow(decoded)
         return pa.RecordBatch.from_arrays(cols, names=names)
+
+
+_SPARK_ARROW: dict = {}
+
+
+def spark_arrow(arr: pa.Array) -> pa.Array:
+    """arr as the Arrow type Spark expects for its Spark type (timestamps in microseconds:
+    Avro's timestamp-millis decodes as ms)."""
+    t = _SPARK_ARROW.get(arr.type)
+    if t is None:
+        from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
+        t = _SPARK_ARROW[arr.type] = to_arrow_type(from_arrow_type(arr.type), timezone="UTC")
+    return arr if t == arr.type else arr.cast(t)
 
 
 def dec_format(opts, column):

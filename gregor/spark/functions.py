@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .confluent import (RECORD_NAME, ConfluentOptions, FieldFormat, arrow_type_of,
-                        resolve_read)
+                        resolve_read, spark_arrow)
 
 _cache: dict = {}
 
@@ -48,7 +48,7 @@ def from_confluent(col, url: str, subject: str, format: str = "avro", *,
     def decode(values: pa.Array) -> pa.Array:
         dec = _column_decoder(opts)
         try:
-            return dec.decode(values)[0]
+            return spark_arrow(dec.decode(values)[0])
         except Exception as e:
             row = getattr(e, "row", None)
             where = f" (row {row} of the batch)" if row is not None else ""

@@ -90,3 +90,11 @@ def test_json_and_protobuf_columns_decode_with_offsets_of_bad_rows():
     assert (row["name"], row["age"], row["home"], row["tag"]) == ("a", 2, {"city": "c"}, None)
     assert got.type.field("at").type == pa.struct([("seconds", pa.int64()),
                                                    ("nanos", pa.int32())])
+
+
+def test_decoded_columns_take_the_arrow_types_spark_expects():
+    # Avro timestamp-millis decodes as ms; Spark's TimestampType is microseconds
+    at = pa.array([1, 2], pa.timestamp("ms", tz="UTC"))
+    got = confluent.spark_arrow(pa.StructArray.from_arrays([at], ["at"]))
+    assert got.type == pa.struct([("at", pa.timestamp("us", tz="UTC"))])
+    assert got.field("at").cast(pa.int64()).to_pylist() == [1000, 2000]
