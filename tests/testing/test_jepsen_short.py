@@ -19,7 +19,9 @@ from gregor.testing import netns
 from gregor.testing.plugin import zookeeper_unavailable
 from gregor.testing.zookeeper import missing_reason
 
-pytestmark = pytest.mark.slow
+# slow; and past pytest-timeout's 300 s default: a run is its duration, then a recovery
+# wait of up to 300 s (derived from the cluster's timeouts, longer on a loaded machine)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 SHORT_RUN_S = 80.0
 
