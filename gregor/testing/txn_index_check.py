@@ -164,6 +164,16 @@ def expected_entries(directory: str) -> tuple[dict[int, dict[tuple[int, int], In
     return out, log_end, notes
 
 
+def batch_headers(directory: str, notes: list[str] | None = None):
+    """Every batch header of one partition directory's `.log` files, in offset order
+    (read-only; a torn or unreadable tail ends its segment and is noted in notes)."""
+    notes = [] if notes is None else notes
+    for base in _segment_bases(directory):
+        data = _read(os.path.join(directory, f"{base:020d}{_LOG_SUFFIX}"))
+        for _pos, h in _batches(data, notes, base):
+            yield h
+
+
 def _batches(data: bytes, notes: list[str], base: int):
     pos, n = 0, len(data)
     while pos < n:

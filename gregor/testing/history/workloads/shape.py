@@ -82,6 +82,7 @@ class Workload:
         self.name = name or f"{client_class.name}-{seed}"
         self.isolation = "read_committed" if transactional else "read_uncommitted"
         self._pending_rebalances: dict = {}
+        self.processes: set = set()         # the history processes this workload's clients ran
 
     @staticmethod
     def _value() -> int:
@@ -116,6 +117,7 @@ class Workload:
         rng = random.Random(f"{self.seed}/{i}")
         lib = self.client_class(self.bootstrap, self.extra)
         rec = Recorder(self.history, classify=lib.classify)
+        self.processes.add(rec.process)
         end = time.monotonic() + duration if duration is not None else None
         producer = consumer = None
         done = 0
@@ -153,7 +155,7 @@ class Workload:
         """The client's state is unknown: close it; the next op starts a new process."""
         with rec.op("crash"):
             pass
-        rec.new_process()
+        self.processes.add(rec.new_process())
         try:
             if producer is not None:
                 lib.close_producer(producer)
