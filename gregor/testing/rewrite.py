@@ -293,6 +293,9 @@ _MIRRORS = {
     42: _each("groups_names", "results", "group_id"),
     32: _each("resources", "results", "", ("resource_type", "resource_name")),
     33: _each("resources", "responses", "", ("resource_type", "resource_name")),
+    44: _each("resources", "responses", "", ("resource_type", "resource_name")),
+    77: _each("group_ids", "groups", "group_id"),
+    90: _each("groups", "groups", "", ("group_id",)),   # DescribeShareGroupOffsets: per group
     65: _each("transactional_ids", "transaction_states", "transactional_id"),
     69: _each("group_ids", "groups", "group_id"),
     30: _each("creations", "results", "", ()),          # CreateAcls: one result per binding
