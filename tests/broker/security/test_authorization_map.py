@@ -218,6 +218,15 @@ CASES = {
     "AlterConfigs-broker": Case("AlterConfigs", 1, lambda t: {"resources": [
         {"resource_type": 4, "resource_name": "0", "configs": []}], "validate_only": True},
         E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.ALTER_CONFIGS)], topic=False),
+    "IncrementalAlterConfigs-topic": Case("IncrementalAlterConfigs", 1, lambda t: {
+        "resources": [{"resource_type": 2, "resource_name": t, "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}],
+        "validate_only": True},
+        E.TOPIC_AUTHORIZATION_FAILED, [(T, "topic", Op.ALTER_CONFIGS)]),
+    "IncrementalAlterConfigs-broker": Case("IncrementalAlterConfigs", 1, lambda t: {
+        "resources": [{"resource_type": 4, "resource_name": "0", "configs": []}],
+        "validate_only": True},
+        E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.ALTER_CONFIGS)], topic=False),
     "CreatePartitions": Case("CreatePartitions", 1, lambda t: {"topics": [
         {"name": t, "count": 2, "assignments": None}], "timeout_ms": 1000,
         "validate_only": True}, E.TOPIC_AUTHORIZATION_FAILED, [(T, "topic", Op.ALTER)]),
