@@ -16,13 +16,11 @@ $(STAMP): pyproject.toml setup.py $(wildcard gregor/*/*.pyx gregor/*/*/*.pyx)
 venv: $(STAMP)
 
 # System packages (kcat, ZooKeeper) are installed first when running as root with apt-get.
-# The second run covers the Python paths the compiled modules shadow (gregor/compiled.py).
+# scripts/test-lanes.sh runs the suite in two lanes at once, then the Python paths the
+# compiled modules shadow (gregor/compiled.py); with PYTEST_ARGS, one plain pytest run.
 test: $(STAMP)
 	@.ci/install-system-packages
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
-	GREGOR_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/client/producer \
-		tests/protocol/records tests/client/test_consumer_arrow.py \
-		tests/client/test_consumer_arrow_decode.py tests/serde/test_avro_arrow.py
+	scripts/test-lanes.sh $(PYTEST_ARGS)
 
 # The Spark tests on the PySpark floor of pyproject.toml (a venv of its own) and on .venv's.
 test-spark-versions: $(STAMP)
