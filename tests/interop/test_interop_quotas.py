@@ -27,7 +27,12 @@ from tests.support.broker import BrokerProcess
 
 QUOTA = 1 << 20                 # bytes/s
 VALUE = b"q" * 1000
-LOW, HIGH = 0.8, 1.2
+# Held to the quota from above: a loaded machine only slows a client down, so the ceiling is
+# the broker's enforcement and nothing else. No floor: how close a client gets to its quota
+# depends on the machine's load (0.61 of it seen beside the cluster tests); that the broker
+# throttles no longer than Kafka's formula says is checked on a manual clock
+# (tests/broker/quotas/test_sensor.py).
+HIGH = 1.2
 SMALL_BATCH = 32 * 1024
 WARMUP, SPAN = 2.0, 10.0
 RUN = WARMUP + SPAN + 0.5
@@ -169,8 +174,8 @@ def test_confluent_kafka_producer_and_consumer(broker, filled_topic):
         return got
 
     acked, got = both(produce, consume)
-    assert LOW <= steady_rate(acked) <= HIGH
-    assert LOW <= steady_rate(got) <= HIGH
+    assert 0 < steady_rate(acked) <= HIGH
+    assert 0 < steady_rate(got) <= HIGH
     for client_id, seen in throttles.items():
         assert max(seen) > 0, f"librdkafka's statistics of {client_id} show no throttle time"
         assert broker_metric(broker, "gregor_quota_throttle_time_ms_total", client_id) > 0
@@ -223,8 +228,12 @@ def test_kafka_python_producer_and_consumer(broker, filled_topic):
 
     def consume():
         got = []
+        # kafka-python sends its next fetch only after a round trip and a poll: with 32 KiB
+        # fetches it reaches about half the quota on its own (measured on a quiet machine), so
+        # it asks for 128 KiB at a time, still an eighth of the quota.
         c = KafkaConsumer(bootstrap_servers=broker.bootstrap, client_id="kp-consumer",
-                          max_partition_fetch_bytes=SMALL_BATCH, fetch_max_bytes=SMALL_BATCH,
+                          max_partition_fetch_bytes=4 * SMALL_BATCH,
+                          fetch_max_bytes=4 * SMALL_BATCH,
                           enable_auto_commit=False)
         c.assign([TopicPartition(filled_topic, 0)])
         c.seek_to_beginning()
@@ -237,8 +246,8 @@ def test_kafka_python_producer_and_consumer(broker, filled_topic):
         return got
 
     acked, got = both(produce, consume)
-    assert LOW <= steady_rate(acked) <= HIGH
-    assert LOW <= steady_rate(got) <= HIGH
+    assert 0 < steady_rate(acked) <= HIGH
+    assert 0 < steady_rate(got) <= HIGH
     assert seen["producer"] > 0 and seen["consumer"] > 0, seen
 
 
@@ -291,8 +300,8 @@ def test_aiokafka_producer_and_consumer(broker, filled_topic):
     async def main():
         return await asyncio.gather(produce(), consume())
     acked, got = asyncio.run(main())
-    assert LOW <= steady_rate(acked) <= HIGH
-    assert LOW <= steady_rate(got) <= HIGH
+    assert 0 < steady_rate(acked) <= HIGH
+    assert 0 < steady_rate(got) <= HIGH
     for client_id in ("aio-producer", "aio-consumer"):
         assert broker_metric(broker, "gregor_quota_throttle_time_ms_total", client_id) > 0
 
@@ -333,7 +342,7 @@ def test_gregor_producer_and_consumer_honour_the_throttle(broker, filled_topic):
         return got
 
     acked, got = both(produce, consume)
-    assert LOW <= steady_rate(acked) <= HIGH
-    assert LOW <= steady_rate(got) <= HIGH
+    assert 0 < steady_rate(acked) <= HIGH
+    assert 0 < steady_rate(got) <= HIGH
     for client_id in ("gregor-producer", "gregor-consumer"):
         assert broker_metric(broker, "gregor_quota_throttle_time_ms_total", client_id) > 0
