@@ -17,7 +17,6 @@ does not lose its session; waits derive from that, never fixed sleeps.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import tempfile
@@ -28,12 +27,13 @@ from kazoo.client import KazooClient
 
 from .process import BrokerProcess
 from .proxy import TcpProxy
+from .zk_view import ZooKeeperView
 from .zookeeper import ZooKeeperServer
 
 SESSION_MS = 3000
 
 
-class BrokerCluster:
+class BrokerCluster(ZooKeeperView):
     def __init__(self, root: Path, zk_connect: str, size: int = 3, *,
                  session_ms: int = SESSION_MS, settings: dict | None = None):
         self.root = Path(root)
@@ -69,23 +69,8 @@ class BrokerCluster:
 
     # -- reading ZooKeeper -----------------------------------------------------------------
 
-    def json(self, path: str):
-        data, _ = self.zk.get(path)
-        return json.loads(data) if data else None
-
-    def controller_id(self) -> int:
-        if self.zk.exists("/controller") is None:
-            return -1
-        try:
-            return self.json("/controller")["brokerid"]
-        except Exception:
-            return -1
-
     def controller_epoch(self) -> int:
         return int(self.zk.get("/controller_epoch")[0])
-
-    def registered(self) -> list[int]:
-        return sorted(int(i) for i in self.zk.get_children("/brokers/ids"))
 
     def by_id(self, broker_id: int) -> BrokerProcess:
         return next(b for b in self.brokers if b.broker_id == broker_id)
@@ -241,24 +226,6 @@ class Cluster(BrokerCluster):
         return b
 
     # -- state -----------------------------------------------------------------------------
-
-    def partition_state(self, topic: str, partition: int) -> dict:
-        """{"leader": id, "leader_epoch": n, "isr": [...]} from ZooKeeper ({} if none yet)."""
-        try:
-            return self.json(f"/brokers/topics/{topic}/partitions/{partition}/state") or {}
-        except Exception:
-            return {}
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        """The partition's leader now (-1 while there is none)."""
-        return int(self.partition_state(topic, partition).get("leader", -1))
-
-    def isr_of(self, topic: str, partition: int) -> list[int]:
-        return list(self.partition_state(topic, partition).get("isr", []))
-
-    def controller(self) -> int:
-        """The controller's broker id (-1 while there is none)."""
-        return self.controller_id()
 
     def wait_for_isr(self, topic: str, partition: int, size: int,
                      timeout: float | None = None) -> list[int]:

@@ -14,7 +14,6 @@ threads a thread starts inherit it), so client libraries' own threads follow.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +24,7 @@ from kazoo.client import KazooClient
 
 from .netns import Network
 from .process import BrokerProcess
+from .zk_view import ZooKeeperView
 
 SESSION_MS = 3000
 CONTROL = "ctl"
@@ -128,7 +128,7 @@ class NetnsZooKeeper:
                 self.proc.wait(10)
 
 
-class NetnsCluster:
+class NetnsCluster(ZooKeeperView):
     def __init__(self, root: str | Path | None = None, brokers: int = 3, clients: int = 4, *,
                  session_ms: int = SESSION_MS, settings: dict | None = None,
                  network: Network | None = None, secure: bool = False):
@@ -252,36 +252,6 @@ class NetnsCluster:
 
     def run_in(self, node: str, fn, *args, **kwargs):
         return self.net.call(node, fn, *args, **kwargs)
-
-    # -- ZooKeeper's view ------------------------------------------------------------------
-
-    def _json(self, path: str):
-        data, _ = self.zk.get(path)
-        return json.loads(data) if data else None
-
-    def registered(self) -> list[int]:
-        try:
-            return sorted(int(i) for i in self.zk.get_children("/brokers/ids"))
-        except Exception:
-            return []
-
-    def controller(self) -> int:
-        try:
-            return int(self._json("/controller")["brokerid"])
-        except Exception:
-            return -1
-
-    def partition_state(self, topic: str, partition: int) -> dict:
-        try:
-            return self._json(f"/brokers/topics/{topic}/partitions/{partition}/state") or {}
-        except Exception:
-            return {}
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        return int(self.partition_state(topic, partition).get("leader", -1))
-
-    def isr_of(self, topic: str, partition: int) -> list[int]:
-        return list(self.partition_state(topic, partition).get("isr", []))
 
     def wait_for(self, predicate, timeout: float | None = None, what: str = "condition"):
         """Poll until predicate() is truthy; the default is generous: many sessions long."""

@@ -167,23 +167,8 @@ class ProxyRunCluster(ProxiedCluster):
     def broker(self, broker_id: int):
         return self.by_id(broker_id)
 
-    def controller(self) -> int:
-        return self.controller_id()
-
     def run_in(self, node: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
-
-    def partition_state(self, topic: str, partition: int) -> dict:
-        try:
-            return self.json(f"/brokers/topics/{topic}/partitions/{partition}/state") or {}
-        except Exception:
-            return {}
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        return int(self.partition_state(topic, partition).get("leader", -1))
-
-    def isr_of(self, topic: str, partition: int) -> list[int]:
-        return list(self.partition_state(topic, partition).get("isr", []))
 
     def healthy(self, topics: dict[str, int]) -> bool:
         if len(self.registered()) != len(self.brokers) or self.controller() == -1:
