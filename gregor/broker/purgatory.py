@@ -32,6 +32,12 @@ class DelayedOperation:
         """Check the condition; if it holds, call force_complete() and return its result."""
         raise NotImplementedError
 
+    def try_complete_for(self, key: Hashable) -> bool:
+        """Re-check after `key`'s state changed. An operation watching many keys may look at
+        that one alone (whatever it does not watch has not changed, or it would have been
+        told); by default the whole condition is checked again."""
+        return self.try_complete()
+
     def on_complete(self) -> None:
         """Build the result (called exactly once, on completion or expiry)."""
         raise NotImplementedError
@@ -76,6 +82,7 @@ class Purgatory:
         # O(1), so a round that completes n waiting operations costs O(n), not O(n^2).
         self.watchers: dict[Hashable, dict[DelayedOperation, None]] = {}
         self._waiting: dict[DelayedOperation, tuple] = {}   # op -> the keys it watches
+        self._prune_at = 1024     # drop emptied key sets once there are this many keys
         self.expired = 0          # operations completed by their timeout, for metrics/tests
 
     @property
@@ -90,8 +97,14 @@ class Purgatory:
         if op.try_complete():
             return True
         keys = tuple(keys)
+        watchers = self.watchers
         for key in keys:
-            self.watchers.setdefault(key, {})[op] = None
+            ops = watchers.get(key)
+            if ops is None:
+                if len(watchers) >= self._prune_at:
+                    watchers = self._prune()
+                ops = watchers[key] = {}
+            ops[op] = None
         self._waiting[op] = keys
         op._purgatory = self
         if op.timeout_ms == 0:
@@ -107,15 +120,19 @@ class Purgatory:
 
     def _unwatch(self, op: DelayedOperation) -> None:
         # Called once per operation when it completes, so idle keys never pin finished
-        # operations.
-        keys = self._waiting.pop(op, ())
-        for key in keys:
-            ops = self.watchers.get(key)
-            if ops is None:
-                continue
-            ops.pop(op, None)
-            if not ops:
-                del self.watchers[key]
+        # operations. A key's emptied set stays for the next watcher: a long poll over a
+        # thousand partitions would otherwise make and drop a thousand sets per fetch (and
+        # set off the garbage collector); _prune drops them when they outnumber the rest.
+        watchers = self.watchers
+        for key in self._waiting.pop(op, ()):
+            ops = watchers.get(key)
+            if ops is not None:
+                ops.pop(op, None)
+
+    def _prune(self) -> dict:
+        self.watchers = {k: ops for k, ops in self.watchers.items() if ops}
+        self._prune_at = max(1024, 2 * len(self.watchers))
+        return self.watchers
 
     def check_and_complete(self, key: Hashable) -> int:
         """Let the operations watching key re-check their condition; returns how many
@@ -126,7 +143,7 @@ class Purgatory:
         done = 0
         # A snapshot: completing an operation removes it from the watchers.
         for op in list(ops):
-            if not op.completed and op.try_complete():
+            if not op.completed and op.try_complete_for(key):
                 done += 1
         return done
 

@@ -185,3 +185,29 @@ def test_read_committed_session_reports_lso_moves(tmp_path):
         assert got[("t", 0)]["last_stable_offset"] == 2
         assert values_of(got[("t", 0)]["records"]) == [b"b"]
     run_broker(tmp_path, s)
+
+
+def test_long_poll_below_min_bytes_answers_what_it_read_and_what_came(tmp_path):
+    """A waiting incremental fetch re-checks only the partitions it is told about: at the
+    end it answers the partition read first (below min_bytes) and the ones that changed
+    during the wait, nothing else, and keeps the bytes count across them."""
+    async def s(b):
+        await create(b, "t", partitions=4)
+        sid = (await call(b, "Fetch", 11, body(ALL4)))["session_id"]
+        await produce(b, "t", 1, b"one")
+        fut = start_call(b, "Fetch", 11, body({}, sid, 1, max_wait_ms=60_000,
+                                              min_bytes=1 << 20))
+        assert not fut.done()
+        await produce(b, "t", 3, b"three")
+        await produce(b, "t", 3, b"four")
+        assert not fut.done()                         # still below min_bytes
+        op = next(iter(b.replica_manager.fetch_purgatory._waiting))
+        assert op.available > 0 and set(op._new_bytes) == {("t", 3)}
+        op.min_bytes = op.available                   # now enough: the next change answers
+        await produce(b, "t", 0, b"zero")
+        got = by_tp(await fut)
+        assert sorted(got) == [("t", 0), ("t", 1), ("t", 3)]
+        assert values_of(got[("t", 1)]["records"]) == [b"one"]
+        assert values_of(got[("t", 3)]["records"]) == [b"three", b"four"]
+        assert values_of(got[("t", 0)]["records"]) == [b"zero"]
+    run_broker(tmp_path, s)

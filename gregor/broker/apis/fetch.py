@@ -82,6 +82,7 @@ def handle(broker, ctx, request):
         read_committed = False
         _follower_fetched(broker, replica, fetches)
     to_read = fetches if session is None else session.select(fetches, read_committed)
+    incremental = session is not None and session.fetches is not None
     body, nbytes, errors = read_partitions(broker, to_read, version, max_bytes, read_committed,
                                            replica)
     min_bytes = request["min_bytes"]
@@ -89,10 +90,10 @@ def handle(broker, ctx, request):
         return body if session is None else session.finish(body, fetches)
     fut = asyncio.get_running_loop().create_future()
     op = DelayedFetch(request["max_wait_ms"], broker, fetches, version, max_bytes,
-                      read_committed, min_bytes, nbytes, fut, replica, session)
+                      read_committed, min_bytes, nbytes, fut, replica, session,
+                      selected=to_read if incremental else None)
     op.just_read = True
-    keys = session.keys() if session is not None and session.fetches is not None else \
-        [(f.topic, f.partition) for f in fetches]
+    keys = session.keys() if incremental else [(f.topic, f.partition) for f in fetches]
     if rm.fetch_purgatory.try_complete_else_watch(op, keys):
         return fut  # completed between the read and the watch (cannot happen on one thread)
     return fut
@@ -238,12 +239,19 @@ def _down_convert(data: bytes, magic: int, f: PartitionFetch) -> bytes:
 
 
 class DelayedFetch(DelayedOperation):
-    """A fetch waiting for min_bytes of newly committed data in any of its partitions."""
+    """A fetch waiting for min_bytes of newly committed data in any of its partitions.
+
+    The purgatory tells it which partition changed (try_complete_for), so a fetch of many
+    partitions re-checks that one alone and keeps a running count of the bytes committed
+    since the read; partitions it was not told about have not changed since the read. For a
+    fetch session, what completes it reads the partitions of the first read and the ones it
+    was told about; the rest had nothing to say then and have not changed."""
 
     def __init__(self, timeout_ms, broker, fetches, version, max_bytes, read_committed,
-                 min_bytes, bytes_read, future, replica=-1, session=None):
+                 min_bytes, bytes_read, future, replica=-1, session=None, selected=None):
         super().__init__(timeout_ms)
         self.session = session        # a fetch session's context, or None
+        self.selected = selected      # incremental session: the partitions read first
         self.just_read = False
         self.replica = replica
         self.broker = broker
@@ -254,6 +262,9 @@ class DelayedFetch(DelayedOperation):
         self.min_bytes = min_bytes
         self.bytes_read = bytes_read
         self.future = future
+        self._by_key = None           # (topic, partition) -> its fetch, made when first told
+        self._new_bytes: dict = {}    # (topic, partition) -> bytes committed since the read
+        self.available = bytes_read
 
     def try_complete(self) -> bool:
         if self.just_read:
@@ -264,40 +275,75 @@ class DelayedFetch(DelayedOperation):
         get = self.broker.replica_manager.partitions.get
         available = self.bytes_read
         for f in self.fetches:
-            p = get((f.topic, f.partition))
-            if p is not f.partition_obj:
-                return self.force_complete()      # created, deleted or recreated meanwhile
-            if p is None:
-                continue
-            if not p.is_leader:
-                return self.force_complete()      # leadership moved: answer with the error
-            log_ = p.log
-            if (f.offset > p.high_watermark and f.offset > log_.log_end_offset) or \
-                    f.offset < log_.log_start_offset:
-                return self.force_complete()      # now out of range: answer with the error
-            if self.replica >= 0:
-                if p.log.log_end_offset > f.offset or _epoch_error(p, f.leader_epoch):
-                    return self.force_complete()  # a follower wants any append at once
-                continue
-            if self.read_committed:
-                # bytes are counted below the HW; what a read_committed reader may take
-                # is bounded by the LSO: answer as soon as anything stable is there
-                if p.last_stable_offset > f.offset and p.committed_bytes > f.snapshot:
-                    return self.force_complete()
-                continue
-            available += p.committed_bytes - f.snapshot
+            new = self._check(f, get((f.topic, f.partition)))
+            if new is None:
+                return self.force_complete()
+            available += new
         if available >= self.min_bytes:
             return self.force_complete()
         return False
+
+    def try_complete_for(self, key) -> bool:
+        by_key = self._by_key
+        if by_key is None:
+            by_key = self._by_key = {(f.topic, f.partition): f for f in self.fetches}
+        f = by_key.get(key)
+        if f is None:
+            return self.try_complete()
+        new = self._check(f, self.broker.replica_manager.partitions.get(key))
+        if new is None:
+            return self.force_complete()
+        self.available += new - self._new_bytes.get(key, 0)
+        self._new_bytes[key] = new
+        if self.available >= self.min_bytes:
+            return self.force_complete()
+        return False
+
+    def _check(self, f, p):
+        """None when the fetch must answer now for this partition's sake, else the bytes
+        committed in it since the read."""
+        if p is not f.partition_obj:
+            return None                    # created, deleted or recreated meanwhile
+        if p is None:
+            return 0
+        if not p.is_leader:
+            return None                    # leadership moved: answer with the error
+        log_ = p.log
+        if (f.offset > p.high_watermark and f.offset > log_.log_end_offset) or \
+                f.offset < log_.log_start_offset:
+            return None                    # now out of range: answer with the error
+        if self.replica >= 0:
+            if log_.log_end_offset > f.offset or _epoch_error(p, f.leader_epoch):
+                return None                # a follower wants any append at once
+            return 0
+        if self.read_committed:
+            # bytes are counted below the HW; what a read_committed reader may take is
+            # bounded by the LSO: answer as soon as anything stable is there
+            if p.last_stable_offset > f.offset and p.committed_bytes > f.snapshot:
+                return None
+            return 0
+        return p.committed_bytes - f.snapshot
+
+    def _to_read(self):
+        session = self.session
+        if session is None:
+            return self.fetches
+        if self.selected is None:          # a full session fetch reads every partition
+            return session.select(self.fetches, self.read_committed)
+        wanted = {(c.topic, c.partition) for c in self.selected}
+        wanted.update(self._new_bytes)
+        if len(wanted) == len(self.selected):
+            candidates = self.selected
+        else:                              # in the session's (round-robin) order
+            candidates = [c for c in self.fetches if (c.topic, c.partition) in wanted]
+        return session.select(candidates, self.read_committed)
 
     def on_complete(self) -> None:
         if self.future.done():
             return
         session = self.session
         try:
-            fetches = self.fetches if session is None else \
-                session.select(self.fetches, self.read_committed)
-            body, _, _ = read_partitions(self.broker, fetches, self.version,
+            body, _, _ = read_partitions(self.broker, self._to_read(), self.version,
                                          self.max_bytes, self.read_committed, self.replica)
             if session is not None:
                 body = session.finish(body, self.fetches)
