@@ -115,6 +115,11 @@ class TxnIndex:
         return [(e.producer_id, e.first_offset) for e in self.entries[i:]
                 if e.first_offset < upper]
 
+    def overlapping(self, start: int, upper: int) -> list[AbortedTxn]:
+        """The aborted transactions (with their marker offsets) overlapping [start, upper)."""
+        i = bisect.bisect_left(self.entries, AbortedTxn(start, -(1 << 63), 0, 0))
+        return [e for e in self.entries[i:] if e.first_offset < upper]
+
     def drop_segments(self, bases: list[int]) -> None:
         """Retention removed these segments: their entries and files go too."""
         gone = set(bases)

@@ -1,8 +1,9 @@
 """One share-partition: what a share group has done with one topic-partition (KIP-932).
 
 Kept without I/O: the caller hands in the batch headers of the log (`batches(offset)` yields
-(base offset, last offset, is_control) from `offset` on, below the high watermark) and the
-time in milliseconds; nothing here reads a clock, a socket or a file.
+(base offset, last offset, skip) from `offset` on, below the high watermark; skip: a control
+batch or one of an aborted transaction, archived without being delivered) and the time in
+milliseconds; nothing here reads a clock, a socket or a file.
 
 The window [start_offset, end_offset) holds the in-flight records; everything below
 start_offset (the SPSO) is finished, nothing at or past end_offset has been handed out yet.
@@ -157,7 +158,7 @@ class SharePartition:
             taken += 1
             i = self._state.find(AVAILABLE_BYTE, i + 1)
         if taken < max_records and len(self._state) < self.max_record_locks:
-            for base, last, control in batches(self.end_offset):
+            for base, last, skip in batches(self.end_offset):
                 if last < self.end_offset:
                     continue
                 first = max(base, self.end_offset)
@@ -165,7 +166,7 @@ class SharePartition:
                     self._grow(first - self.end_offset, ARCHIVED)
                 room = self.max_record_locks - len(self._state)
                 n = last - first + 1
-                if control:
+                if skip:
                     n = min(n, room)
                     self._grow(n, ARCHIVED)
                 else:

@@ -116,13 +116,16 @@ class ShareService:
         return p.high_watermark
 
     def log_batches(self, p, read_committed: bool, max_bytes: int):
-        """batches(offset) for SharePartition.acquire: (base, last, is_control) of the log's
+        """batches(offset) for SharePartition.acquire: (base, last, skip) of the log's
         batches below the high watermark (the LSO for read_committed), at most max_bytes of
-        them (at least one)."""
+        them (at least one). skip: a control batch, or (read_committed) a batch of an aborted
+        transaction; such batches are archived, never acquired, as Kafka's share-partition
+        does with what a read_committed consumer would filter out."""
         upper = p.last_stable_offset if read_committed else p.high_watermark
 
         def batches(offset: int):
             budget = max(1, max_bytes)
+            aborted = aborted_by_producer(p.log, offset, upper) if read_committed else {}
             while offset < upper and budget > 0:
                 data = p.log.read(max(offset, p.log.log_start_offset),
                                   min(READ_CHUNK_BYTES, budget), max_offset=upper)
@@ -134,7 +137,9 @@ class ShareService:
                         return
                     budget -= h.size
                     last_seen = h.last_offset + 1
-                    yield h.base_offset, h.last_offset, h.is_control
+                    skip = h.is_control or (h.is_transactional and _in_aborted(
+                        aborted.get(h.producer_id), h.base_offset))
+                    yield h.base_offset, h.last_offset, skip
                 if last_seen <= offset:
                     return
                 offset = last_seen
@@ -281,3 +286,19 @@ class ShareService:
         for _due, t in self._lock_timers.values():
             t.cancel()
         self._lock_timers.clear()
+
+
+def aborted_by_producer(log_, start: int, upper: int) -> dict[int, list[tuple[int, int]]]:
+    """{producer id: [(first offset, marker offset)]} of the aborted transactions that
+    overlap [start, upper), from the partition's aborted-transaction index (as a
+    read_committed Fetch is answered)."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for e in log_.txn_index.overlapping(start, upper):
+        out.setdefault(e.producer_id, []).append((e.first_offset, e.last_offset))
+    return out
+
+
+def _in_aborted(spans, offset: int) -> bool:
+    """A producer's batch at offset belongs to one of its aborted transactions: it lies
+    between the transaction's first offset and its ABORT marker."""
+    return bool(spans) and any(first <= offset < marker for first, marker in spans)
