@@ -232,7 +232,8 @@ def resolve_write(opts: ConfluentOptions, schema) -> ConfluentOptions:
         except KeyError:
             raise OptionError(f"{f.column}Format=avro but the DataFrame has no "
                               f"'{f.column}' column") from None
-        t = to_arrow_type(spark_field.dataType)
+        # the session's zone is irrelevant: Spark's timestamps are UTC instants
+        t = to_arrow_type(spark_field.dataType, timezone="UTC")
         text = json.dumps(avro_schema(t, RECORD_NAME, None, False))
         try:
             sid = reg.register_schema(f.subject, make_schema(reg, text, "AVRO"))

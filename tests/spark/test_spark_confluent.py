@@ -112,6 +112,26 @@ def test_avro_sink_registers_the_struct_schema(spark, bootstrap, make_topic, reg
         {"id": 1, "item": "a", "w": 2.5}, {"id": 2, "item": "b", "w": None}]
 
 
+def test_avro_sink_writes_a_timestamp_field(spark, bootstrap, make_topic, registry_url):
+    """A timestamp in the struct becomes Avro's timestamp-micros (an instant) and reads back."""
+    import datetime as dt
+
+    from pyspark.sql.functions import col, struct
+    topic = make_topic()
+    at = dt.datetime(2013, 1, 1, 10, 15, 30, 250000)
+    df = spark.createDataFrame([(1, at)], "id long, at timestamp")
+    (df.select(struct(col("id"), col("at")).alias("value"))
+       .write.format("gregor").option("kafka.bootstrap.servers", bootstrap)
+       .option("topic", topic).option("valueFormat", "avro")
+       .option("schemaRegistryUrl", registry_url).mode("append").save())
+    reg = SchemaRegistryClient({"url": registry_url})
+    fields = json.loads(reg.get_latest_version(f"{topic}-value").schema.schema_str)["fields"]
+    at_type = next(f["type"] for f in fields if f["name"] == "at")
+    assert "timestamp-micros" in json.dumps(at_type)
+    back = read(spark, bootstrap, topic, registry_url).select("value.*").collect()
+    assert [tuple(r) for r in back] == [(1, at)]
+
+
 def test_from_and_to_confluent_on_binary_columns(spark, registry_url, request):
     from pyspark.sql.functions import col, struct
     from gregor.spark import from_confluent, to_confluent
