@@ -1,6 +1,6 @@
 """The one build step pyproject.toml cannot declare: compiling gregor's optional Cython modules
 (send()'s fast path, the records encoders for lists and for Arrow columns, the consumer's
-Arrow decoder, the Avro column decoder). Without Cython or a C compiler the install
+Arrow decoder, the Avro column decoder and encoder). Without Cython or a C compiler the install
 still succeeds and the Python code they shadow runs (slower; see gregor/compiled.py).
 `make test` checks that they were built."""
 from setuptools import Extension, setup
@@ -20,6 +20,8 @@ else:
          Extension("gregor.client.consumer._arrow_decode",
                    ["gregor/client/consumer/_arrow_decode.pyx"], optional=True),
          Extension("gregor.serde._avro_columns", ["gregor/serde/_avro_columns.pyx"],
+                   optional=True),
+         Extension("gregor.serde._avro_encode", ["gregor/serde/_avro_encode.pyx"],
                    optional=True)],
         compiler_directives={"language_level": 3})
 

@@ -40,7 +40,7 @@ wait
 # The paths the compiled modules shadow, in pure Python (gregor/compiled.py).
 GREGOR_PURE_PYTHON=1 run_lane pure tests/client/producer tests/protocol/records \
     tests/client/test_consumer_arrow.py tests/client/test_consumer_arrow_decode.py \
-    tests/serde/test_avro_arrow.py
+    tests/serde/test_avro_arrow.py tests/serde/test_avro_encode.py
 
 status=0
 for name in a b pure; do

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..compiled import load
+from . import avro_encode
 from .avro_schema import parse_avro, resolve_references
 from .avro_program import Program, Unsupported
 from .avro_types import arrow_type, avro_schema, named_types, nullable_branch
@@ -324,14 +325,23 @@ def _struct_of(values):
 
 
 def encode_rows(values, schema_id: int, parsed) -> pa.BinaryArray:
-    """Rows of a typed Arrow array (or table) as framed Avro (null rows stay null). Written
-    through fastavro, one row at a time: the write side has no compiled encoder yet."""
+    """Rows of a typed Arrow array (or table) as framed Avro (null rows stay null): column by
+    column through the compiled encoder (avro_encode.py) when it covers the schema and the
+    array's type, else through fastavro one row at a time (the same bytes)."""
     values = _struct_of(values)
     head = header(schema_id)
+    try:
+        return avro_encode.encode(values, head, parsed)
+    except avro_encode.Unsupported:
+        return encode_rows_fastavro(values, head, parsed)
+
+
+def encode_rows_fastavro(values: pa.Array, head: bytes, parsed) -> pa.BinaryArray:
+    """The reference path: each row as a Python object through fastavro."""
     out = []
     buf = io.BytesIO()
     write = fastavro.schemaless_writer
-    for row in values.to_pylist():
+    for row in values.to_pylist(maps_as_pydicts="lossy"):   # a repeated key: the last
         if row is None:
             out.append(None)
             continue
