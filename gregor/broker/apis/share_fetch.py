@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
+from ..quotas.enforcement import OVER_FETCH_QUOTA
 from ..security.checks import GROUP, READ, allowed
 from ..share import acks
 from ..share.fetching import DelayedShareFetch, acquire, as_topics, entry
@@ -80,7 +81,9 @@ def handle(broker, ctx, request):
     session.partitions -= _pairs(request["forgotten_topics_data"])
     if not full:
         service.sessions.advance(session)      # a new session already expects epoch 1
-    if renew:
+    if renew or request.get(OVER_FETCH_QUOTA):
+        # RENEW fetches nothing; a member over its consumer_byte_rate acquires nothing until
+        # its throttle time has passed (the response says how long)
         return _answer(service, dirty, results, {}, lock_ms)
     strict = v >= 2 and request.get("share_acquire_mode") == STRICT
 

@@ -8,6 +8,11 @@ fetches, not the broker's own in-process requests):
 - Produce: the request's size counts against producer_byte_rate;
 - Fetch: a consumer's fetch size is capped at what its quota allows in one window, and the
   response's size counts against consumer_byte_rate once it is ready (after any long poll);
+- ShareFetch: the same cap and count, except that records once acquired are always sent (a
+  dropped response would leave them locked to the member until the lock ran out): a member
+  whose budget is already over its quota when the request arrives acquires nothing (its
+  acknowledgements still apply), and a response that takes it over is sent whole with
+  throttle_time_ms;
 - every request but acks=0 produces: the time the broker spent handling it counts against
   request_percentage (100% = the broker's one event loop, all the time);
 - CreateTopics, CreatePartitions, DeleteTopics: their handlers apply controller_mutation_rate
@@ -30,6 +35,10 @@ from ...protocol.throttle import client_throttles
 log = logging.getLogger("gregor.broker.quotas")
 
 PRODUCE, FETCH = 0, 1
+SHARE_FETCH = 78
+FETCH_APIS = frozenset({FETCH, SHARE_FETCH})
+# what the enforcer adds to a ShareFetch body whose client is over its fetch quota
+OVER_FETCH_QUOTA = "_over_fetch_quota"
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, WriteTxnMarkers,
 # AlterPartition: the cluster's own requests, never throttled (Kafka's "exempt" responses)
 EXEMPT_APIS = frozenset({4, 5, 6, 7, 27, 56})
@@ -73,16 +82,19 @@ class QuotaEnforcer:
         produce_budget = s.produce.budget(name, client_id) \
             if api == PRODUCE and s.produce.enabled else None
         fetch_budget = s.fetch.budget(name, client_id) \
-            if api == FETCH and s.fetch.enabled else None
+            if api in FETCH_APIS and s.fetch.enabled else None
         request_budget = s.request.budget(name, client_id) \
             if s.request.enabled and not acks0 else None
         if produce_budget is None and fetch_budget is None and request_budget is None \
                 and api not in MUTATION_APIS:
             return call(handler, ctx, body)       # nothing to measure for this client
-        if fetch_budget is not None and ctx.api_version >= 3:
+        if fetch_budget is not None and (api == SHARE_FETCH or ctx.api_version >= 3):
             cap = s.fetch.max_value_in_window(fetch_budget)
-            if body["max_bytes"] > cap:
+            if body["max_bytes"] > cap or (api == SHARE_FETCH and body["max_bytes"] <= 0):
                 body["max_bytes"] = max(1, int(cap))
+        if fetch_budget is not None and api == SHARE_FETCH and \
+                s.fetch.throttle_now(fetch_budget, int(time.monotonic() * 1000)):
+            body[OVER_FETCH_QUOTA] = True
         if request_budget is not None:
             started = time.perf_counter()
             result = call(handler, ctx, body)
@@ -129,7 +141,9 @@ class QuotaEnforcer:
                 out.set_exception(e)
                 return
             if isinstance(res, asyncio.Future):
-                res.add_done_callback(settle)
+                # the response held back (an old version): already counted, so it is
+                # passed on as it is, not finished (and counted) again
+                res.add_done_callback(lambda held: _pass_on(held, out))
             else:
                 out.set_result(res)
         fut.add_done_callback(settle)
@@ -139,6 +153,11 @@ class QuotaEnforcer:
         if not isinstance(body, dict):
             return body
         s = self.service
+        if api == SHARE_FETCH and fetch_budget is not None:
+            now_ms = int(time.monotonic() * 1000)
+            ms = s.fetch.record(fetch_budget, fetch_response_size(body), now_ms)
+            if ms > throttle:
+                throttle, cause = ms, (s.fetch, fetch_budget)
         if api == FETCH:
             size = 0
             if fetch_budget is not None:
@@ -183,6 +202,17 @@ class QuotaEnforcer:
         transport.pause_reading()
         asyncio.get_running_loop().call_later(ms / 1000.0, transport.close)
         return False
+
+
+def _pass_on(done: asyncio.Future, out: asyncio.Future) -> None:
+    if out.done():
+        return
+    if done.cancelled():
+        out.cancel()
+    elif done.exception() is not None:
+        out.set_exception(done.exception())
+    else:
+        out.set_result(done.result())
 
 
 def _plain(handler, ctx, body):

@@ -95,6 +95,13 @@ class ClientQuotaManager:
             ms = min(ms, self.max_throttle_ms)
         return ms
 
+    def throttle_now(self, budget: Budget, now_ms: int) -> int:
+        """The throttle time the budget has now, recording nothing (0 within its quota)."""
+        ms = throttle_time_ms(budget.rate, budget.limit, now_ms)
+        if ms and self.max_throttle_ms is not None:
+            ms = min(ms, self.max_throttle_ms)
+        return ms
+
     def unrecord(self, budget: Budget, value: float, now_ms: int) -> None:
         """Take back a recorded value (a throttled fetch answers without its data)."""
         budget.rate.record(-value, now_ms)
