@@ -1,10 +1,12 @@
-"""The demo's Spark job: publish flights to `flights`, a Structured Streaming query computing hourly
-delay statistics into `flight-delays`, a second query copying those into Parquet, and the
-batch read that the report starts from. Every read and write goes through format("gregor")."""
+"""The demo's data path: flights published to `flights` as Confluent-framed Avro (the producer's
+bulk path), a Structured Streaming query computing hourly delay statistics into
+`flight-delays` (Avro again, its schema derived from the DataFrame and registered by the
+sink), a second query copying those into Parquet, and the batch read that the report starts
+from. Every Spark read and write goes through format("gregor") with valueFormat=avro and the
+Schema Registry: the columns are typed by the registered schemas, no JSON in between."""
 from __future__ import annotations
 
 import shutil
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,17 +15,21 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .data import FLIGHT_SCHEMA, carrier_partitions, to_spark
+from .data import FLIGHT_AVRO, carrier_partitions, flights_arrow, to_spark
 
 FLIGHTS_TOPIC = "flights"
 DELAYS_TOPIC = "flight-delays"
 
-# One hourly statistics cell per (hour, origin, carrier), as JSON on `flight-delays`. Sums and
-# counts (not averages) so that the report can roll cells up into any grouping exactly.
-CELL_SCHEMA = ("hour_start timestamp, origin string, carrier string, airline string, flights long, "
-               "cancelled long, dep_delay_sum double, dep_delay_n long, delayed_15 long, "
-               "max_dep_delay double, arr_delay_sum double, arr_delay_n long, temp double, "
-               "wind_speed double, precip double, visib double")
+# One hourly statistics cell per (hour, origin, carrier), an Avro record on `flight-delays`
+# (the sink derives its schema from these columns' Spark types). Sums and counts (not
+# averages) so that the report can roll cells up into any grouping exactly.
+CELL_COLUMNS = ("hour_start", "origin", "carrier", "airline", "flights", "cancelled", "dep_delay_sum",
+                "dep_delay_n", "delayed_15", "max_dep_delay", "arr_delay_sum", "arr_delay_n", "temp",
+                "wind_speed", "precip", "visib")
+
+
+def subject(topic: str) -> str:
+    return f"{topic}-value"      # the topic name strategy, the serializers' and the sink's default
 
 
 @dataclass
@@ -34,6 +40,7 @@ class DemoSettings:
     partitions: int = 4
     max_offsets_per_trigger: int = 60_000
     replication: int = 1          # replication factor of the demo's topics (--brokers N)
+    schema_registry: str = ""     # the registry's URL (values are Confluent-framed Avro)
     # Event-time lateness the aggregation tolerates. Micro-batches take the same share of every
     # partition's backlog, so partitions stay close in event time, but carriers' schedules
     # differ over the year; a day covers that skew with room to spare (hours would drop rows).
@@ -42,6 +49,11 @@ class DemoSettings:
     @property
     def client(self) -> dict:
         return {"kafka.bootstrap.servers": self.bootstrap}
+
+    @property
+    def avro(self) -> dict:
+        """Source / sink options: the value column is Avro through the registry."""
+        return {"valueFormat": "avro", "schemaRegistryUrl": self.schema_registry}
 
     @property
     def checkpoints(self) -> Path:
@@ -102,8 +114,9 @@ def new_session(app: str = "gregor-demo", cores: int = 2, work: Path | None = No
 
 
 def prepare_topics(s: DemoSettings, fresh_dirs: list[Path]) -> None:
-    """Start from nothing: drop the demo's topics (when they exist) and local state, then create
-    the topics again, so a second run never sees the first run's records or checkpoints."""
+    """Start from nothing: drop the demo's topics (when they exist), their subjects in the
+    registry and local state, then create the topics again, so a second run never sees the
+    first run's records, schemas or checkpoints."""
     from gregor.client.admin import AdminClient, NewTopic
     for d in fresh_dirs:
         shutil.rmtree(d, ignore_errors=True)
@@ -124,6 +137,34 @@ def prepare_topics(s: DemoSettings, fresh_dirs: list[Path]) -> None:
         _wait(lambda: {FLIGHTS_TOPIC, DELAYS_TOPIC} <= set(admin.list_topics()), "demo topics to exist")
     finally:
         admin.close()
+    _drop_subjects(s.schema_registry, [subject(FLIGHTS_TOPIC), subject(DELAYS_TOPIC)])
+
+
+def _drop_subjects(url: str, subjects: list[str]) -> None:
+    """Soft, then hard delete (Confluent's order): the next registration is version 1 again."""
+    from gregor.schema_registry import SchemaRegistryClient, SubjectDeletedError
+    reg = SchemaRegistryClient({"url": url})
+    present = set(reg.get_subjects(deleted=True))
+    for name in subjects:
+        if name not in present:
+            continue
+        try:
+            reg.delete_subject(name)
+        except SubjectDeletedError:
+            pass          # soft-deleted already (an interrupted run)
+        reg.delete_subject(name, permanent=True)
+
+
+def schemas(url: str) -> list[dict]:
+    """The latest registered schema of `flights` and `flight-delays` values, for the report."""
+    from gregor.schema_registry import SchemaRegistryClient
+    reg = SchemaRegistryClient({"url": url})
+    out = []
+    for topic in (FLIGHTS_TOPIC, DELAYS_TOPIC):
+        latest = reg.get_latest_version(subject(topic))
+        out.append({"topic": topic, "subject": latest.subject, "version": latest.version,
+                    "id": latest.schema_id, "schema": latest.schema.schema_str})
+    return out
 
 
 def _wait(ready: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
@@ -135,63 +176,51 @@ def _wait(ready: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None
         time.sleep(0.2)
 
 
-def publish_flights(spark: SparkSession, s: DemoSettings, flights_pd, on_progress: Callable[[int], None]) -> int:
-    """Write the flights through the gregor batch sink, keyed by carrier, each partition written
-    by exactly one Spark task in scheduled-departure order."""
+# Rows per send_batch call: the progress bar moves between calls.
+PUBLISH_CHUNK = 20_000
+
+
+def publish_flights(s: DemoSettings, flights_pd, on_progress: Callable[[int], None]) -> int:
+    """Write the flights as Confluent-framed Avro (FLIGHT_AVRO, registered under
+    `flights-value`) with the producer's bulk path, keyed by carrier, each carrier on one
+    partition in scheduled-departure order. Returns the records the topic then holds."""
+    import numpy as np
+    import pyarrow as pa
+
+    from gregor.client.producer import Producer
+    from gregor.schema_registry import SchemaRegistryClient
+    from gregor.serde import AvroSerializer
     placement = carrier_partitions(flights_pd, s.partitions)
-    # The JSON values are made by pandas in one vectorised call; Spark then only moves three
-    # small columns through its shuffle (one task per topic partition keeps the order).
-    values = flights_pd.to_json(orient="records", lines=True, date_format="iso", date_unit="s")
-    import pandas as pd
-    frame = pd.DataFrame({
-        "partition": flights_pd["carrier"].map(placement).astype("int32"),
-        "seq": range(len(flights_pd)),
-        "key": flights_pd["carrier"],
-        "value": values.splitlines(),
-    })
-    out = (to_spark(spark, frame).repartition(s.partitions, "partition")
-           .sortWithinPartitions("partition", "seq").select("key", "value", "partition"))
-    watcher = _OffsetWatcher(s.bootstrap, FLIGHTS_TOPIC, s.partitions, on_progress)
-    watcher.start()
+    partition = flights_pd["carrier"].map(placement).to_numpy()
+    values, keys = flights_arrow(flights_pd), pa.array(flights_pd["carrier"]).cast(pa.binary())
+    producer = Producer({"bootstrap.servers": s.bootstrap, "acks": "all", "linger.ms": 5,
+                         "value.serializer": AvroSerializer(SchemaRegistryClient(
+                             {"url": s.schema_registry}), FLIGHT_AVRO)})
+    sent = 0
     try:
-        out.write.format("gregor").options(**s.client).option("topic", FLIGHTS_TOPIC).mode("append").save()
-        return watcher.poll()
+        pending = []
+        for p in range(s.partitions):
+            rows = pa.array(np.flatnonzero(partition == p))
+            for lo in range(0, len(rows), PUBLISH_CHUNK):
+                take = rows[lo:lo + PUBLISH_CHUNK]
+                # a typed value column: the serializer writes each row as framed Avro
+                pending.append(producer.send_batch(FLIGHTS_TOPIC, pa.table(
+                    {"key": keys.take(take), "value": values.take(take)}), partition=p))
+                sent += len(take)
+                on_progress(sent)
+        producer.flush()
+        for r in pending:
+            r.result()          # raises when a batch failed
     finally:
-        watcher.stop()
-        watcher.close()
-
-
-class _OffsetWatcher(threading.Thread):
-    """Reports how many records the topic holds while a write runs (progress for the user)."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int, on_progress):
-        super().__init__(name="gregor-demo-progress", daemon=True)
-        from gregor.spark.client import TopicMetadata
-        self._meta = TopicMetadata({"bootstrap.servers": bootstrap})
-        self._tps = [(topic, p) for p in range(partitions)]
-        self._on_progress = on_progress
-        self._halt = threading.Event()
-        self._lock = threading.Lock()
-
-    def poll(self) -> int:
-        with self._lock:
-            n = sum(self._meta.latest(self._tps).values())
-        self._on_progress(n)
-        return n
-
-    def run(self):
-        while not self._halt.wait(0.5):
-            try:
-                self.poll()
-            except Exception:  # progress only; the write itself reports real failures
-                pass
-
-    def stop(self):
-        self._halt.set()
-        self.join()
-
-    def close(self):
-        self._meta.close()
+        producer.close()
+    from gregor.spark.client import TopicMetadata
+    meta = TopicMetadata({"bootstrap.servers": s.bootstrap})
+    try:
+        n = sum(meta.latest([(FLIGHTS_TOPIC, p) for p in range(s.partitions)]).values())
+    finally:
+        meta.close()
+    on_progress(n)
+    return n
 
 
 def delay_stats_stream(spark: SparkSession, s: DemoSettings, airlines_pd, weather_pd) -> DataFrame:
@@ -200,20 +229,18 @@ def delay_stats_stream(spark: SparkSession, s: DemoSettings, airlines_pd, weathe
     # without shuffling them again.
     airlines = F.broadcast(to_spark(spark, airlines_pd).coalesce(1).cache())
     weather = F.broadcast(to_spark(spark, weather_pd).coalesce(1).cache())
-    raw = (spark.readStream.format("gregor").options(**s.client)
+    # value: a struct typed by the latest schema of `flights-value` (read once, here)
+    raw = (spark.readStream.format("gregor").options(**s.client, **s.avro)
            .option("subscribe", FLIGHTS_TOPIC).option("startingOffsets", "earliest")
            .option("maxOffsetsPerTrigger", s.max_offsets_per_trigger).load())
-    flights = (raw.select(F.from_json(F.col("value").cast("string"), FLIGHT_SCHEMA).alias("f"))
-               .select("f.*")
-               .withColumn("dep_delay", F.nanvl("dep_delay", F.lit(None)))
-               .withColumn("arr_delay", F.nanvl("arr_delay", F.lit(None))))
+    flights = raw.select("value.*")
     joined = (flights.join(airlines, "carrier", "left")
               .join(weather, ["origin", "time_hour"], "left"))
     dep = F.col("dep_delay")
     cells = (joined.withWatermark("sched_departure", s.watermark)
              .groupBy(F.window("sched_departure", "1 hour").alias("w"), "origin", "carrier", "airline")
              .agg(F.count(F.lit(1)).alias("flights"),
-                  F.sum(F.when(F.col("dep_time").isNull() | F.isnan("dep_time"), 1).otherwise(0)).alias("cancelled"),
+                  F.sum(F.when(F.col("dep_time").isNull(), 1).otherwise(0)).alias("cancelled"),
                   F.sum(dep).alias("dep_delay_sum"), F.count(dep).alias("dep_delay_n"),
                   F.sum(F.when(dep > 15, 1).otherwise(0)).alias("delayed_15"),
                   F.max(dep).alias("max_dep_delay"),
@@ -221,8 +248,7 @@ def delay_stats_stream(spark: SparkSession, s: DemoSettings, airlines_pd, weathe
                   F.avg("temp").alias("temp"), F.avg("wind_speed").alias("wind_speed"),
                   F.avg("precip").alias("precip"), F.avg("visib").alias("visib"))
              .withColumn("hour_start", F.col("w.start")).drop("w"))
-    return cells.select(F.col("carrier").alias("key"), F.to_json(F.struct(*[
-        c.split()[0] for c in CELL_SCHEMA.split(", ")])).alias("value"))
+    return cells.select(F.col("carrier").alias("key"), F.struct(*CELL_COLUMNS).alias("value"))
 
 
 def run_query(query, on_batch: Callable[[dict], None], poll_s: float = 0.5,
@@ -285,7 +311,8 @@ def run_with_restarts(start: Callable[[], object], on_batch: Callable[[dict], No
 
 def start_delay_query(spark: SparkSession, s: DemoSettings, airlines_pd, weather_pd):
     cells = delay_stats_stream(spark, s, airlines_pd, weather_pd)
-    return (cells.writeStream.format("gregor").queryName("hourly-delays").options(**s.client)
+    # valueFormat=avro: the sink registers the cells' schema under `flight-delays-value`
+    return (cells.writeStream.format("gregor").queryName("hourly-delays").options(**s.client, **s.avro)
             .option("topic", DELAYS_TOPIC).outputMode("append")
             # each micro-batch in transactions the driver commits: a retried task or a
             # replayed micro-batch (the restarts above) never duplicates a cell
@@ -296,9 +323,9 @@ def start_delay_query(spark: SparkSession, s: DemoSettings, airlines_pd, weather
 
 def start_parquet_query(spark: SparkSession, s: DemoSettings):
     """`flight-delays` -> Parquet, a second streaming query (exactly-once through the file sink)."""
-    cells = (spark.readStream.format("gregor").options(**s.client).option("subscribe", DELAYS_TOPIC)
+    cells = (spark.readStream.format("gregor").options(**s.client, **s.avro).option("subscribe", DELAYS_TOPIC)
              .option("startingOffsets", "earliest").option("kafka.isolation.level", "read_committed").load()
-             .select(F.from_json(F.col("value").cast("string"), CELL_SCHEMA).alias("c")).select("c.*"))
+             .select("value.*"))
     return (cells.writeStream.format("parquet").queryName("delays-to-parquet")
             .option("path", str(s.parquet))
             .option("checkpointLocation", str(s.checkpoints / "delays-to-parquet"))
@@ -307,6 +334,5 @@ def start_parquet_query(spark: SparkSession, s: DemoSettings):
 
 def read_cells(spark: SparkSession, s: DemoSettings) -> DataFrame:
     """Batch read of `flight-delays` (the report's input): committed transactions only."""
-    return (spark.read.format("gregor").options(**s.client).option("subscribe", DELAYS_TOPIC)
-            .option("kafka.isolation.level", "read_committed").load()
-            .select(F.from_json(F.col("value").cast("string"), CELL_SCHEMA).alias("c")).select("c.*"))
+    return (spark.read.format("gregor").options(**s.client, **s.avro).option("subscribe", DELAYS_TOPIC)
+            .option("kafka.isolation.level", "read_committed").load().select("value.*"))

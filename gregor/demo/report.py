@@ -1,5 +1,6 @@
 """From hourly delay cells to the demo's findings: roll-ups computed in Spark, printed as tables,
-drawn as a PNG chart and written as a short HTML report."""
+drawn as a PNG chart and written as a short HTML report, with the Avro schemas the records
+were written with (subject, version, id and text, as the Schema Registry holds them)."""
 from __future__ import annotations
 
 import html
@@ -118,6 +119,32 @@ def correlation_line(f: Findings) -> str:
             f"wind speed {_fmt(c.get('wind_speed'), 2)}")
 
 
+SCHEMA_HEADER = ["topic", "subject", "version", "id", "record", "fields"]
+
+
+def _schema_row(sc: dict) -> list[str]:
+    parsed = json.loads(sc["schema"])
+    name = ".".join(p for p in (parsed.get("namespace"), parsed.get("name")) if p)
+    return [sc["topic"], sc["subject"], str(sc["version"]), str(sc["id"]), name,
+            str(len(parsed.get("fields", [])))]
+
+
+def print_schemas(console, schemas: list[dict]) -> None:
+    """The schemas of the values read and written (as pipeline.schemas returns them)."""
+    from rich.table import Table
+    t = Table(title="Avro schemas in the Schema Registry (topic name strategy: <topic>-value)",
+              title_justify="left", header_style="bold")
+    for h in SCHEMA_HEADER:
+        t.add_column(h, justify="right" if h in ("version", "id", "fields") else "left")
+    for sc in schemas:
+        t.add_row(*_schema_row(sc))
+    console.print(t)
+    for sc in schemas:
+        console.print(f"[bold]{sc['subject']}[/] version {sc['version']}, id {sc['id']}:")
+        # as stored (Avro's canonical text), on one line: the terminal wraps it
+        console.print(sc["schema"], markup=False, highlight=False, soft_wrap=True)
+
+
 def print_tables(console, f: Findings) -> None:
     from rich.table import Table
     for title, header, rows in tables(f):
@@ -162,18 +189,33 @@ def write_html(f: Findings, path: Path, chart_name: str, run: dict) -> None:
              "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}"
              "td:nth-child(n+3){text-align:right}</style></head><body>",
              "<h1>New York flight delays, 2013</h1>",
-             f"<p>{run['flights_published']:,} flights published to topic <code>flights</code>, processed by a "
+             f"<p>{run['flights_published']:,} flights published to topic <code>flights</code> as Avro, "
+             "processed by a "
              f"Structured Streaming query in {run['micro_batches']} micro-batches into "
              f"{f.cells:,} hourly statistics on topic <code>flight-delays</code> (also in Parquet), "
              "all through gregor's Spark data source. The statistics were written exactly-once "
              "(each micro-batch in Kafka transactions committed by the driver, read back "
              f"read_committed): {run.get('duplicate_cells', 0)} duplicate cells.</p>",
              f"<img src='{html.escape(chart_name)}' alt='delay charts' style='max-width:100%'>"]
+    schemas = run.get("schemas") or []
+    if schemas:
+        parts.append("<h2>Avro schemas</h2><p>Both topics hold Confluent-framed Avro (magic byte, "
+                     "the schema's id, the Avro encoding), each value's schema registered under "
+                     "<code>&lt;topic&gt;-value</code> in the Schema Registry at "
+                     f"<code>{html.escape(str(run.get('schema_registry')))}</code>.</p><table><tr>"
+                     + "".join(f"<th>{html.escape(h)}</th>" for h in SCHEMA_HEADER) + "</tr>")
+        parts += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _schema_row(sc)) + "</tr>"
+                  for sc in schemas]
+        parts.append("</table>")
+        for sc in schemas:
+            parts.append(f"<h3>{html.escape(sc['subject'])} (version {sc['version']}, id {sc['id']})</h3>"
+                         f"<pre>{html.escape(json.dumps(json.loads(sc['schema']), indent=2))}</pre>")
     for title, header, rows in tables(f):
         parts.append(f"<h2>{html.escape(title)}</h2><table><tr>"
                      + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
         parts += ["<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows]
         parts.append("</table>")
     parts.append(f"<p>{html.escape(correlation_line(f))}.</p>")
-    parts.append(f"<p><small>Run: {html.escape(json.dumps(run))}</small></p></body></html>")
+    rest = {k: v for k, v in run.items() if k != "schemas"}
+    parts.append(f"<p><small>Run: {html.escape(json.dumps(rest))}</small></p></body></html>")
     path.write_text("\n".join(parts), encoding="utf-8")
