@@ -19,6 +19,7 @@ _LAZY = {
     "Consumer": "gregor.client.consumer",
     "AsyncioConsumer": "gregor.client.consumer",
     "ShareConsumer": "gregor.client.consumer.share",
+    "AsyncioShareConsumer": "gregor.client.consumer.asyncio_share",
     "TopicPartition": "gregor.client.consumer",
     "CommitFailedError": "gregor.client.consumer",
     "AdminClient": "gregor.client.admin",
