@@ -26,6 +26,12 @@ log = logging.getLogger("gregor.spark")
 # Bytes per partition per fetch: larger than the consumer's 1 MiB default so a task moves its
 # range in few round trips; bounded so a task's buffered fetch stays small next to Spark's memory.
 FETCH_PARTITION_BYTES = 8 * 1024 * 1024
+# A task reads a planned range, whose records exist, so a fetch never needs to long-poll. With
+# the consumer's 500 ms default, the prefetch a task leaves in flight at the end of its range
+# (at the log end, where the broker waits) held the worker's next task 500 ms behind it: the
+# broker answers a connection's requests in order, and the pooled consumer moves between
+# partitions. kafka.fetch.max.wait.ms still wins.
+FETCH_MAX_WAIT_MS = 10
 
 
 def consumer_config(config: dict, group_id: str | None = None) -> dict:
@@ -37,6 +43,7 @@ def consumer_config(config: dict, group_id: str | None = None) -> dict:
     cfg["enable.auto.commit"] = False  # progress lives in Spark's checkpoint
     cfg.setdefault("auto.offset.reset", "none")  # a vanished offset must surface, not be papered over
     cfg.setdefault("max.partition.fetch.bytes", FETCH_PARTITION_BYTES)
+    cfg.setdefault("fetch.max.wait.ms", FETCH_MAX_WAIT_MS)
     return cfg
 
 

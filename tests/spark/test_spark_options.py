@@ -52,6 +52,16 @@ def test_unknown_kafka_keys_are_logged_and_dropped_per_client(caplog, monkeypatc
     producer_config(prod)
 
 
+def test_task_consumers_do_not_long_poll_unless_told():
+    """A task's range exists, so its fetches need no broker-side wait; a long poll left in
+    flight at the end of one range would hold the pooled consumer's next range behind it."""
+    from gregor.spark.client import FETCH_MAX_WAIT_MS, consumer_config
+    assert consumer_config({"bootstrap.servers": "h:1"})["fetch.max.wait.ms"] == \
+        FETCH_MAX_WAIT_MS < 500
+    assert consumer_config({"bootstrap.servers": "h:1",
+                            "fetch.max.wait.ms": "250"})["fetch.max.wait.ms"] == "250"
+
+
 def test_missing_subscription_names_the_three_options():
     with pytest.raises(OptionError, match="subscribe.*subscribePattern.*assign"):
         src()
