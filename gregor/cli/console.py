@@ -3,6 +3,7 @@
     gregor console --bootstrap-server 127.0.0.1:9092
     gregor console --listen 0.0.0.0:8080 --token "$(openssl rand -hex 16)" --read-only
     gregor console -b broker1:9093 --command-config client.properties   # SASL_SSL, mTLS
+    gregor console --schema-registry http://127.0.0.1:8081    # Schemas page, decoded values
 
 Prints `gregor console ready on http://HOST:PORT` once it accepts connections. Binds to
 127.0.0.1 unless told otherwise; see docs/console.md for running it safely.
@@ -42,7 +43,15 @@ def _listen(value: str) -> tuple[str, int]:
                    "over --command-config's.")
 @click.option("--lag-interval", type=float, default=5.0, show_default=True,
               help="Seconds between two lag samples.")
-def command(bootstrap, listen, read_only, token, metrics_url, props, lag_interval):
+@click.option("--schema-registry", "registry_url", envvar="GREGOR_SCHEMA_REGISTRY_URL",
+              default=None, metavar="URL",
+              help="Schema Registry URL, for the Schemas page and for showing Confluent-framed "
+                   "values decoded (env GREGOR_SCHEMA_REGISTRY_URL).")
+@click.option("--registry-property", "registry_props", multiple=True, metavar="KEY=VALUE",
+              help="Registry client config, e.g. basic.auth.user.info=user:pass, "
+                   "ssl.ca.location=ca.pem.")
+def command(bootstrap, listen, read_only, token, metrics_url, props, lag_interval,
+            registry_url, registry_props):
     """Serve the web console for the cluster at --bootstrap-server."""
     try:
         import uvicorn
@@ -59,7 +68,10 @@ def command(bootstrap, listen, read_only, token, metrics_url, props, lag_interva
     settings = ConsoleSettings(bootstrap=bootstrap, read_only=read_only, token=token,
                                metrics_url=metrics_url,
                                client_config={**command_config(), **parse_props(props)},
-                               lag_interval_s=lag_interval)
+                               lag_interval_s=lag_interval,
+                               schema_registry_url=registry_url or None,
+                               registry_config=parse_props(registry_props,
+                                                           "--registry-property"))
     loopback = host in LOOPBACK_HOSTS or host.startswith("127.")
     app = create_app(settings, allowed_hosts=(LOOPBACK_HOSTS | {host}) if loopback else None)
     if not loopback and not token:

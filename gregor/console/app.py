@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..client.errors import ClientError
 from ..protocol.errors import KafkaError
-from . import routes_cluster, routes_groups, routes_messages
+from . import routes_cluster, routes_groups, routes_messages, routes_schemas
 from .cluster_model import ClusterModel
 from .groups_model import GroupsModel
 from .lag import LagSampler
@@ -47,6 +47,12 @@ class Console:
         self.search_slots = asyncio.Semaphore(settings.max_searches)
         self.tail_slots = asyncio.Semaphore(settings.max_tails)
         self._sample = sample
+        self.registry = self.decoder = None
+        if settings.schema_registry_url:
+            from ..schema_registry import SchemaRegistryClient
+            from .decode import RecordDecoder
+            self.registry = SchemaRegistryClient(settings.registry())
+            self.decoder = RecordDecoder(self.registry)
         self._producer = None
         self._producer_lock = threading.Lock()
 
@@ -83,7 +89,7 @@ class Console:
 
 def _routes() -> list:
     out = []
-    for module in (routes_cluster, routes_messages, routes_groups):
+    for module in (routes_cluster, routes_messages, routes_groups, routes_schemas):
         for path, endpoint, methods in module.ROUTES:
             out.append(Route(path, endpoint, methods=methods))
             out.append(Route("/api/cluster" if path == "/" else "/api" + path, endpoint,

@@ -56,10 +56,26 @@ def bytes_from_json(v) -> bytes | None:
     return str(v).encode()
 
 
-def summary(r, value_chars: int) -> dict:
-    """A record for a list: key and value cut to value_chars characters."""
-    key, key_utf8 = as_text(r.key)
-    value, value_utf8 = as_text(r.value)
+def _decoded(decoder, r):
+    """(key, value) Decoded results, or (None, None) without a registry."""
+    if decoder is None:
+        return None, None
+    return decoder.decode(r.topic, r.key), decoder.decode(r.topic, r.value)
+
+
+def _schema_fields(prefix: str, d) -> dict:
+    if d is None:
+        return {f"{prefix}_schema": None, f"{prefix}_note": None}
+    return {f"{prefix}_schema": ({"id": d.schema_id, "type": d.schema_type} if d.ok else None),
+            f"{prefix}_note": d.note}
+
+
+def summary(r, value_chars: int, decoder=None) -> dict:
+    """A record for a list: key and value cut to value_chars characters; with a decoder
+    (decode.RecordDecoder), registry-framed keys and values as their decoded JSON."""
+    dk, dv = _decoded(decoder, r)
+    key, key_utf8 = (dk.text, True) if dk is not None and dk.ok else as_text(r.key)
+    value, value_utf8 = (dv.text, True) if dv is not None and dv.ok else as_text(r.value)
     key, key_cut = cut(key, value_chars)
     value, value_cut = cut(value, value_chars)
     headers = []
@@ -70,16 +86,22 @@ def summary(r, value_chars: int) -> dict:
             "time": iso(r.timestamp), "key": key, "key_binary": not key_utf8,
             "key_truncated": key_cut, "value": value, "value_binary": not value_utf8,
             "value_truncated": value_cut,
-            "value_size": None if r.value is None else len(r.value), "headers": headers}
+            "value_size": None if r.value is None else len(r.value), "headers": headers,
+            **_schema_fields("key", dk), **_schema_fields("value", dv)}
 
 
-def full(r) -> dict:
-    """A record with every byte: text where it is UTF-8, else base64."""
+def full(r, decoder=None) -> dict:
+    """A record with every byte: text where it is UTF-8, else base64; with a decoder,
+    registry-framed keys and values as the decoded object (key_schema / value_schema say
+    which schema id and type; *_note why one was not decoded)."""
+    dk, dv = _decoded(decoder, r)
     return {"topic": r.topic, "partition": r.partition, "offset": r.offset,
             "timestamp": r.timestamp, "time": iso(r.timestamp),
-            "timestamp_type": r.timestamp_type_name, "key": json_bytes(r.key),
-            "value": json_bytes(r.value),
-            "headers": [[k, json_bytes(v)] for k, v in r.headers]}
+            "timestamp_type": r.timestamp_type_name,
+            "key": dk.value if dk is not None and dk.ok else json_bytes(r.key),
+            "value": dv.value if dv is not None and dv.ok else json_bytes(r.value),
+            "headers": [[k, json_bytes(v)] for k, v in r.headers],
+            **_schema_fields("key", dk), **_schema_fields("value", dv)}
 
 
 def pretty_json(b: bytes | None) -> str | None:
@@ -112,16 +134,16 @@ def view(b: bytes | None, how: str) -> str | None:
     return as_text(b)[0]
 
 
-def export_jsonl(records) -> str:
-    return "".join(json.dumps(full(r), ensure_ascii=False) + "\n" for r in records)
+def export_jsonl(records, decoder=None) -> str:
+    return "".join(json.dumps(full(r, decoder), ensure_ascii=False) + "\n" for r in records)
 
 
-def export_csv(records) -> str:
+def export_csv(records, decoder=None) -> str:
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["topic", "partition", "offset", "timestamp", "key", "value", "headers"])
     for r in records:
-        d = full(r)
+        d = full(r, decoder)
         w.writerow([d["topic"], d["partition"], d["offset"], d["timestamp"],
                     _csv_cell(d["key"]), _csv_cell(d["value"]),
                     json.dumps(d["headers"], ensure_ascii=False)])
@@ -131,4 +153,4 @@ def export_csv(records) -> str:
 def _csv_cell(v) -> str:
     if v is None:
         return ""
-    return json.dumps(v) if isinstance(v, dict) else v
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import threading
 
 from starlette.exceptions import HTTPException
@@ -89,7 +90,8 @@ async def _run_search(request, q: SearchQuery):
                                  "one to end (or close its page to cancel it)")
     async with c.search_slots:
         cancel = threading.Event()
-        task = asyncio.ensure_future(c.search_pool.run(search, c.settings, q, cancel))
+        kw = {"decoder": c.decoder} if c.decoder is not None else {}
+        task = asyncio.ensure_future(c.search_pool.run(search, c.settings, q, cancel, **kw))
         try:
             while True:
                 finished, _ = await asyncio.wait({task}, timeout=_WATCH_S)
@@ -115,32 +117,49 @@ async def _records(request):
     return page["records"], page["watermarks"], None, form
 
 
+def _rows(records, form, settings, decoder) -> list:
+    """The page's rows (blocking: decoding may ask the registry)."""
+    rows = []
+    for r in records:
+        d = rec.summary(r, settings.list_value_chars, decoder)
+        if form["view"] != "text" and r.value is not None:
+            if d["value_schema"] and form["view"] == "json":
+                shown = rec.pretty_json(d["value"].encode()) if not d["value_truncated"] \
+                    else d["value"]
+            else:
+                shown = rec.view(r.value, form["view"])
+            d["shown"], d["shown_truncated"] = rec.cut(
+                shown if shown is not None else "(not JSON) " + (d["value"] or ""),
+                settings.list_value_chars * 4)
+        rows.append(d)
+    return rows
+
+
 async def messages(request):
     c = _console(request)
     records, marks, search_info, form = await _records(request)
-    rows = []
-    for r in records:
-        d = rec.summary(r, c.settings.list_value_chars)
-        if form["view"] != "text" and r.value is not None:
-            shown = rec.view(r.value, form["view"])
-            d["shown"], d["shown_truncated"] = rec.cut(
-                shown if shown is not None else "(not JSON) " + (d["value"] or ""),
-                c.settings.list_value_chars * 4)
-        rows.append(d)
+    if c.decoder is not None:
+        rows = await c.pool.run(_rows, records, form, c.settings, c.decoder)
+    else:
+        rows = _rows(records, form, c.settings, None)
     return respond(request, "messages.html", {
         "topic": request.path_params["name"], "records": rows, "watermarks": marks,
         "search": search_info, "form": form,
-        "partitions": await c.cluster.partitions_of(request.path_params["name"])})
+        "partitions": await c.cluster.partitions_of(request.path_params["name"]),
+        "registry": c.decoder is not None})
 
 
 async def export(request):
+    c = _console(request)
     records, _, _, _ = await _records(request)
     fmt = request.query_params.get("format", "jsonl")
     name = request.path_params["name"]
     if fmt == "csv":
-        body, ctype, ext = rec.export_csv(records), "text/csv; charset=utf-8", "csv"
+        body, ctype, ext = await c.pool.run(rec.export_csv, records, c.decoder), \
+            "text/csv; charset=utf-8", "csv"
     elif fmt == "jsonl":
-        body, ctype, ext = rec.export_jsonl(records), "application/x-ndjson", "jsonl"
+        body, ctype, ext = await c.pool.run(rec.export_jsonl, records, c.decoder), \
+            "application/x-ndjson", "jsonl"
     else:
         raise HTTPException(400, "format must be jsonl or csv")
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
@@ -160,14 +179,21 @@ async def _one(request):
 
 
 async def record(request):
+    c = _console(request)
     r = await _one(request)
     view = request.query_params.get("view", "text")
     if view not in rec.VIEWS:
         raise HTTPException(400, f"view must be one of {', '.join(rec.VIEWS)}")
-    data = rec.full(r)
-    data.update(view=view, shown_value=rec.view(r.value, view),
-                shown_key=rec.view(r.key, view),
-                is_json=rec.pretty_json(r.value) is not None,
+    data = await c.pool.run(rec.full, r, c.decoder)
+    shown_value, shown_key = rec.view(r.value, view), rec.view(r.key, view)
+    is_json = rec.pretty_json(r.value) is not None
+    # A decoded value shows as its JSON in the text and json views; hex stays the bytes.
+    if data["value_schema"] and view != "hex":
+        shown_value, is_json = json.dumps(data["value"], indent=2, ensure_ascii=False), True
+    if data["key_schema"] and view != "hex":
+        shown_key = json.dumps(data["key"], indent=2, ensure_ascii=False)
+    data.update(view=view, shown_value=shown_value, shown_key=shown_key,
+                is_json=is_json, registry=c.decoder is not None,
                 value_size=None if r.value is None else len(r.value),
                 headers_text=[[k, rec.as_text(v)[0]] for k, v in r.headers])
     return respond(request, "record.html", data)

@@ -102,10 +102,31 @@ def match_chunk(pattern: str, pr, fields) -> list[int]:
     return sorted(hits)
 
 
-def search(settings, q: SearchQuery, cancel: threading.Event | None = None) -> SearchResult:
+def match_decoded(compiled, pr, fields, decoder, topic: str, skip) -> list[int]:
+    """Indexes of the registry-framed keys/values (magic byte 0) of a chunk whose decoded JSON
+    text matches: a Python decode per framed record, so only those pay it."""
+    hits = []
+    cols = [pr.values.to_pylist() if "value" in fields else None,
+            pr.keys.to_pylist() if "key" in fields else None]
+    for i in range(len(pr)):
+        if i in skip:
+            continue
+        for col in cols:
+            b = col[i] if col is not None else None
+            if b and b[:1] == b"\0":
+                d = decoder.decode(topic, b)
+                if d is not None and d.ok and compiled.search(d.text.encode()):
+                    hits.append(i)
+                    break
+    return hits
+
+
+def search(settings, q: SearchQuery, cancel: threading.Event | None = None,
+           decoder=None) -> SearchResult:
     """Scan up to q.scan_limit records (spread over the partitions) from where q starts, in
-    q.order, and return the first q.limit matches."""
-    compile_pattern(q.pattern)             # a clear error for a bad pattern, before any I/O
+    q.order, and return the first q.limit matches. With a decoder (decode.RecordDecoder),
+    registry-framed keys and values also match on their decoded JSON text."""
+    compiled = compile_pattern(q.pattern)  # a clear error for a bad pattern, before any I/O
     fields = tuple(f for f in q.fields if f in FIELDS) or FIELDS
     started = time.monotonic()
     result = SearchResult()
@@ -127,7 +148,11 @@ def search(settings, q: SearchQuery, cancel: threading.Event | None = None) -> S
         found = []
 
         def check(pr):
-            for i in match_chunk(q.pattern, pr, fields):
+            hits = match_chunk(q.pattern, pr, fields)
+            if decoder is not None:
+                hits = sorted(hits + match_decoded(compiled, pr, fields, decoder, q.topic,
+                                                   set(hits)))
+            for i in hits:
                 found.append(pr.slice(i, i + 1).records()[0])
             # Oldest first: the first q.limit matches are the answer, stop there.
             return not (q.order == OLDEST and len(found) >= q.limit)

@@ -12,6 +12,9 @@ class ConsoleSettings:
     token: str | None = None
     metrics_url: str | None = None         # sizes when DescribeLogDirs is not available
     client_config: dict = field(default_factory=dict)   # extra client settings (TLS, SASL...)
+    # The Schema Registry (Schemas page, values decoded); None: no registry pages or decoding.
+    schema_registry_url: str | None = None
+    registry_config: dict = field(default_factory=dict)  # basic.auth.user.info, ssl.*...
     # Seconds any one admin call may take; short, so a broker that went away shows a banner
     # quickly instead of a page that hangs.
     request_timeout_s: float = 8.0
@@ -33,6 +36,13 @@ class ConsoleSettings:
     # before it is cut (the record page shows all of it).
     browse_max: int = 500
     list_value_chars: int = 240
+
+    def registry(self) -> dict:
+        """The registry client's config: one quick try per call, so a registry that went away
+        makes a page show a note rather than hang; the latest versions are never cached
+        (the Schemas page shows what is registered now)."""
+        return {"url": self.schema_registry_url, "timeout": self.request_timeout_s,
+                "max.retries": 0, "cache.latest.ttl.sec": 0, **self.registry_config}
 
     def client(self, **extra) -> dict:
         cfg = {"bootstrap.servers": self.bootstrap, "client.id": "gregor-console"}
