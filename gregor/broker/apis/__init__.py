@@ -33,6 +33,7 @@ MODULES = [
     "consumer_group_heartbeat", "consumer_group_describe",
     "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
     "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
+    "read_share_group_state", "write_share_group_state",
     "describe_client_quotas", "alter_client_quotas",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials",

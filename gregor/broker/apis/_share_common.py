@@ -2,6 +2,9 @@
 already belongs to a classic or consumer group (a group id has one type, as in Kafka)."""
 from __future__ import annotations
 
+import asyncio
+import inspect
+
 from ...protocol.errors import ErrorCode
 
 E = ErrorCode
@@ -20,3 +23,37 @@ def other_group_type(broker, group_id: str) -> str | None:
     if group is None or getattr(group, "dead", False):
         return None
     return "consumer" if type(group).__name__ == "ConsumerGroup" else "classic"
+
+
+def after_loading(broker, ctx, request, handle_now):
+    """Cluster mode: handle_now() once the share-partitions the request names (and those of
+    the member's share session) that this broker leads have their state read from their
+    share coordinator (service.ensure_loaded); at once when nothing needs reading."""
+    from ..security.checks import GROUP, READ, allowed
+    service = share_service(broker)
+    group_id, member_id = request.get("group_id") or "", request.get("member_id") or ""
+    if service is None or broker.cluster is None or not group_id or \
+            not allowed(broker, ctx, READ, GROUP, group_id, log_denied=False):
+        return handle_now()
+    pairs = {(bytes(t["topic_id"]), p["partition_index"]) for t in request["topics"]
+             for p in t["partitions"]}
+    session = service.sessions.get(group_id, member_id)
+    if session is not None:
+        pairs |= set(session.partitions)
+    keys = []
+    for tid, pidx in pairs:
+        name = service.topic_name(tid)
+        p = broker.replica_manager.get(name, pidx) if name is not None else None
+        key = (group_id, tid, pidx)
+        if p is not None and p.is_leader and service.needs_loading(key, p):
+            keys.append((key, p))
+    if not keys:
+        return handle_now()
+
+    async def run():
+        await service.ensure_loaded(keys)
+        result = handle_now()
+        while inspect.isawaitable(result):
+            result = await result
+        return result
+    return asyncio.ensure_future(run())

@@ -10,7 +10,7 @@ from ..security.checks import GROUP, READ, allowed
 from ..share import acks
 from ..share.fetching import NO_LEADER
 from ..share.sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionError
-from ._share_common import E, share_service
+from ._share_common import E, after_loading, share_service
 
 API_KEY = 79
 VERSIONS = (1, 2)
@@ -22,6 +22,10 @@ def _top(code: int, message=None, lock_ms: int = 0) -> dict:
 
 
 def handle(broker, ctx, request):
+    return after_loading(broker, ctx, request, lambda: _handle(broker, ctx, request))
+
+
+def _handle(broker, ctx, request):
     group_id, member_id = request["group_id"] or "", request["member_id"] or ""
     epoch = request["share_session_epoch"]
     renew = ctx.api_version >= 2 and request.get("is_renew_ack")

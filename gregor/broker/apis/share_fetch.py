@@ -18,7 +18,7 @@ from ..security.checks import GROUP, READ, allowed
 from ..share import acks
 from ..share.fetching import DelayedShareFetch, acquire, as_topics, entry
 from ..share.sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionError
-from ._share_common import E, share_service
+from ._share_common import E, after_loading, share_service
 
 API_KEY = 78
 VERSIONS = (1, 2)
@@ -41,6 +41,10 @@ def _has_acks(request) -> bool:
 
 
 def handle(broker, ctx, request):
+    return after_loading(broker, ctx, request, lambda: _handle(broker, ctx, request))
+
+
+def _handle(broker, ctx, request):
     group_id, member_id = request["group_id"] or "", request["member_id"] or ""
     epoch = request["share_session_epoch"]
     v = ctx.api_version

@@ -40,6 +40,7 @@ from .zk_security import zk_security
 
 GROUPS_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
+SHARE_TOPIC = "__share_group_state"
 
 log = logging.getLogger("gregor.broker.cluster")
 
@@ -374,6 +375,9 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
                     self.broker.groups.became_leader(part.index, state.leader_epoch)
                 elif part.topic == TXN_TOPIC and self.broker.txn is not None:
                     self.broker.txn.became_leader(part.index, state.leader_epoch)
+                elif part.topic == SHARE_TOPIC and self.broker.share is not None:
+                    self.broker.share.coordinator.became_leader(part.index,
+                                                                state.leader_epoch)
             part.zk_state = state
             if was_leader:
                 rm.notify(part)           # an ISR change may complete acks=all produces
@@ -399,6 +403,8 @@ class ClusterMember(ControllerRequestsMixin, IsrChangesMixin, SessionHandlingMix
             self.broker.groups.stopped_leading(part.index)
         elif part.topic == TXN_TOPIC and self.broker.txn is not None:
             self.broker.txn.stopped_leading(part.index)
+        elif part.topic == SHARE_TOPIC and self.broker.share is not None:
+            self.broker.share.coordinator.stopped_leading(part.index)
 
     async def _wait_told(self, ready, timeout_ms: int) -> None:
         """An admin change made as the controller: answer once our own cache shows it and

@@ -53,6 +53,11 @@ def apply(service, broker, ctx, group_id: str, member_id: str, topics: list,
                 results[(tid, pidx)] = (code, None)
                 continue
             key = (group_id, tid, pidx)
+            if service.needs_loading(key, p):      # cluster: its state could not be read
+                results[(tid, pidx)] = (service.load_errors.get(
+                    key, E.COORDINATOR_NOT_AVAILABLE), "the share-partition state is not "
+                    "loaded from its share coordinator yet")
+                continue
             sp = service.share_partition(group_id, tid, pidx, p)
             result = (E.NONE, None)
             for b in batches:

@@ -46,6 +46,8 @@ def acquire(service, broker, ctx, session, group_id: str, member_id: str, max_re
         if taken >= max_records or budget <= 0:
             continue
         key = (group_id, tid, pidx)
+        if service.needs_loading(key, p):
+            continue                  # cluster: its state is not read yet; next fetch
         sp = service.share_partition(group_id, tid, pidx, p)
         ranges = sp.acquire(member_id, max_records - taken,
                             service.log_batches(p, read_committed, budget), now, lock_ms,

@@ -68,6 +68,7 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_record_locks = max_record_locks
         self.state_epoch = 0
+        self.leader_epoch = -1        # the partition's leader epoch it was loaded at (cluster)
         self._state = bytearray()
         self._count = bytearray()
         self._owner = array("i")

@@ -13,6 +13,7 @@ advances the clock past a lock instead of waiting for it.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Callable
@@ -21,6 +22,7 @@ from ...protocol.records.header import iter_headers
 from ..coordinator_log import CoordinatorLog
 from ..group.service import ClockTimers, LoopTimers, TopicMetadata
 from . import state_records as S
+from .coordinator import ShareCoordinator
 from .membership import ShareMembership
 from .partition_state import SharePartition
 from .sessions import ShareSessions
@@ -54,6 +56,19 @@ class ShareService:
             {"cleanup.policy": "compact"},
             commit_timeout_ms=int(cfg.get("offsets.commit.timeout.ms")))
         self.waiters: set = set()           # delayed ShareFetches, woken by releases
+        # cluster mode: the share coordinator of the __share_group_state partitions this
+        # broker leads, and the persister that reaches the coordinator of any key
+        self.coordinator = ShareCoordinator(self.store)
+        self._persister = None
+        self._loading: dict[tuple, asyncio.Future] = {}
+        self.load_errors: dict[tuple, int] = {}
+
+    @property
+    def persister(self):
+        if self._persister is None and self.broker.cluster is not None:
+            from .persister import ClusterPersister
+            self._persister = ClusterPersister(self.broker, self.coordinator)
+        return self._persister
 
     def settings(self, group_id: str) -> dict:
         return group_settings(self.broker, group_id)
@@ -101,9 +116,57 @@ class ShareService:
                                         saved["batches"], saved["state_epoch"], limit, locks)
         else:
             sp = SharePartition(self._initial_offset(group_id, p), limit, locks)
+        sp.leader_epoch = p.leader_epoch
         sp.skip_to(p.log.log_start_offset)
         self.partitions[key] = sp
         return sp
+
+    def needs_loading(self, key: tuple, p) -> bool:
+        """Cluster mode: the share-partition's state must be read from its share coordinator
+        first (it is not here, or it is from an earlier leadership of the partition)."""
+        if self.broker.cluster is None:
+            return False
+        sp = self.partitions.get(key)
+        return sp is None or getattr(sp, "leader_epoch", None) != p.leader_epoch
+
+    async def ensure_loaded(self, keys) -> None:
+        """Cluster mode: read from the share coordinator the state of each (key, partition)
+        this broker leads but does not hold at the partition's current leader epoch, as
+        Kafka's share-partition leader reads ReadShareGroupState before serving a
+        share-partition. A key whose read fails stays unloaded (its requests are answered
+        without records, or with the error for acknowledgements) and is tried again next
+        time."""
+        jobs = []
+        for key, p in keys:
+            if not self.needs_loading(key, p):
+                continue
+            fut = self._loading.get(key)
+            if fut is None:
+                fut = self._loading[key] = asyncio.ensure_future(self._load(key, p))
+                fut.add_done_callback(lambda _f, k=key: self._loading.pop(k, None))
+            jobs.append(fut)
+        if jobs:
+            await asyncio.gather(*jobs, return_exceptions=True)
+
+    async def _load(self, key: tuple, p) -> None:
+        epoch = p.leader_epoch
+        self._ensure_store()
+        code, state = await self.persister.read(key, epoch)
+        if code:
+            log.info("share state of %s not read from its coordinator: error %d", key, code)
+            self.load_errors[key] = code
+            return
+        if not p.is_leader or p.leader_epoch != epoch:
+            return                         # the leadership moved while reading
+        self.load_errors.pop(key, None)
+        old = self.partitions.pop(key, None)
+        if old is not None:
+            log.info("share-partition %s reloaded at leader epoch %d", key, epoch)
+        if state is not None:
+            self._saved[key] = state
+        else:
+            self._saved.pop(key, None)
+        self.share_partition(key[0], key[1], key[2], p)
 
     def _initial_offset(self, group_id: str, p) -> int:
         reset = self.settings(group_id)["auto_offset_reset"]
@@ -235,8 +298,20 @@ class ShareService:
             self.store.ensure()
 
     def persist(self, key: tuple, sp: SharePartition, done: Callable[[int], None] | None = None):
-        """Write the share-partition's state; done(error code) once committed."""
+        """Write the share-partition's state; done(error code) once committed. In a cluster
+        through its share coordinator (WriteShareGroupState when that is another broker)."""
         group_id, topic_id, partition = key
+        if self.broker.cluster is not None:
+            state = {"state_epoch": sp.state_epoch, "start_offset": sp.start_offset,
+                     "end_offset": sp.end_offset, "batches": sp.runs()}
+            try:
+                self._ensure_store()
+            except Exception as e:
+                if done is not None:
+                    done(getattr(e, "code", -1))
+                return
+            self.persister.write(key, state, getattr(sp, "leader_epoch", -1), done)
+            return
         record = (S.encode_key(group_id, topic_id, partition),
                   S.encode_value(sp.state_epoch, sp.start_offset, sp.end_offset, sp.runs()))
         target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
@@ -283,6 +358,8 @@ class ShareService:
 
     def close(self) -> None:
         self.membership.close()
+        if self._persister is not None:
+            self._persister.close()
         for _due, t in self._lock_timers.values():
             t.cancel()
         self._lock_timers.clear()

@@ -8,6 +8,7 @@ per key is the state, and a tombstone (no value) deletes it.
 
     key   = int16 record type (0 = snapshot) + JSON [group id, topic id hex, partition]
     value = int16 version (0) + JSON {"state_epoch", "start_offset", "end_offset",
+            "leader_epoch" (the share-partition leader's, in a cluster; -1 on one node),
             "batches": [[first, last, state, delivery count], ...]}
 
 Acquired records are written as available (an acquisition is never persisted, as in Kafka):
@@ -61,10 +62,12 @@ def decode_key(data: bytes) -> tuple[str, bytes, int] | None:
         return None
 
 
-def encode_value(state_epoch: int, start_offset: int, end_offset: int, runs) -> bytes:
+def encode_value(state_epoch: int, start_offset: int, end_offset: int, runs,
+                 leader_epoch: int = -1) -> bytes:
     return _I16.pack(0) + json.dumps(
         {"state_epoch": state_epoch, "start_offset": start_offset, "end_offset": end_offset,
-         "batches": [list(r) for r in runs]}, separators=(",", ":")).encode()
+         "leader_epoch": leader_epoch, "batches": [list(r) for r in runs]},
+        separators=(",", ":")).encode()
 
 
 def decode_value(data: bytes | None) -> dict | None:
@@ -77,6 +80,7 @@ def decode_value(data: bytes | None) -> dict | None:
         v = json.loads(bytes(data[2:]))
         return {"state_epoch": int(v["state_epoch"]), "start_offset": int(v["start_offset"]),
                 "end_offset": int(v["end_offset"]),
+                "leader_epoch": int(v.get("leader_epoch", -1)),
                 "batches": [tuple(int(x) for x in b) for b in v["batches"]]}
     except (ValueError, TypeError, KeyError):
         return None

@@ -187,6 +187,17 @@ CASES = {
         {"producer_id": 7, "producer_epoch": 0, "transaction_result": True,
          "topics": [{"name": t, "partition_indexes": [0]}], "coordinator_epoch": 0}]},
         E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.CLUSTER_ACTION)]),
+    "ReadShareGroupState": Case("ReadShareGroupState", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_id": bytes(16), "partitions": [
+            {"partition": 0, "leader_epoch": 0}]}]},
+        E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.CLUSTER_ACTION)],
+        topic=False),
+    "WriteShareGroupState": Case("WriteShareGroupState", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_id": bytes(16), "partitions": [
+            {"partition": 0, "state_epoch": 0, "leader_epoch": 0, "start_offset": 0,
+             "state_batches": []}]}]},
+        E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.CLUSTER_ACTION)],
+        topic=False),
     "TxnOffsetCommit": Case("TxnOffsetCommit", 3, lambda t: {
         "transactional_id": TXN, "group_id": GROUP, "producer_id": 7, "producer_epoch": 0,
         "generation_id": -1, "member_id": "", "topics": _parts(t)},
