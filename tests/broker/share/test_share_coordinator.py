@@ -1,0 +1,101 @@
+"""The share coordinator's rules without a cluster (a store standing in for the
+`__share_group_state` partition log): only the keys of partitions it leads are served
+(NOT_COORDINATOR otherwise), a write becomes what reads return only once committed, a
+leader epoch older than one that read or wrote the key is FENCED_LEADER_EPOCH, loading
+replays the last snapshot per key (tombstones delete), and stopping leading forgets them."""
+from gregor.broker.share import state_records as S
+from gregor.broker.share.coordinator import ShareCoordinator
+from gregor.broker.share.persister import from_answer, to_batches
+from gregor.protocol.errors import ErrorCode as E
+
+TID = bytes(range(16))
+
+
+class FakeStore:
+    num_partitions = 3
+
+    def __init__(self):
+        self.owned = {}
+        self.logs = {k: [] for k in range(3)}
+        self.pending = []                     # (partition, records, done) not yet committed
+
+    def own(self, partition, epoch):
+        self.owned[partition] = (epoch, 1)
+
+    def disown(self, partition):
+        self.owned.pop(partition, None)
+
+    def ownership(self, partition):
+        return self.owned.get(partition)
+
+    def records(self, partition):
+        return list(self.logs[partition])
+
+    def append_then(self, partition, records, done):
+        self.pending.append((partition, records, done))
+
+    def commit_all(self, code=0):
+        for partition, records, done in self.pending:
+            self.logs[partition].extend(records)
+            done(code, 0)
+        self.pending = []
+
+
+def state(start, runs=()):
+    runs = list(runs)
+    end = max([r[1] + 1 for r in runs], default=start)
+    return {"state_epoch": 0, "start_offset": start, "end_offset": end, "batches": runs}
+
+
+def test_serves_only_the_keys_of_partitions_it_leads():
+    store = FakeStore()
+    c = ShareCoordinator(store)
+    key = ("g", TID, 0)
+    codes = []
+    c.write(key, state(5), 1, codes.append)
+    assert codes == [E.NOT_COORDINATOR] and c.read(key, 1) == (E.NOT_COORDINATOR, None)
+    c.became_leader(c.partition_of(key), 0)
+    assert c.read(key, 1) == (E.NONE, None)          # not initialised yet
+
+
+def test_a_write_is_read_back_once_committed_and_older_leaders_are_fenced():
+    store = FakeStore()
+    c = ShareCoordinator(store)
+    key = ("g", TID, 0)
+    c.became_leader(c.partition_of(key), 0)
+    codes = []
+    c.write(key, state(5, [(5, 6, 2, 1), (7, 7, 0, 2)]), 3, codes.append)
+    assert codes == [] and c.read(key, 3) == (E.NONE, None)     # not committed yet
+    store.commit_all()
+    assert codes == [E.NONE]
+    code, got = c.read(key, 4)                        # a newer leader reads it
+    assert code == E.NONE and got["start_offset"] == 5 and got["end_offset"] == 8
+    c.write(key, state(8), 3, codes.append)           # the deposed leader writes
+    assert codes[-1] == E.FENCED_LEADER_EPOCH
+    assert c.read(key, 3)[0] == E.FENCED_LEADER_EPOCH
+
+
+def test_loading_replays_the_last_snapshot_and_stopping_forgets():
+    store = FakeStore()
+    c = ShareCoordinator(store)
+    a, b = ("g", TID, 0), ("h", TID, 1)
+    for key in (a, b):
+        store.logs[c.partition_of(key)] += [
+            (S.encode_key(*key), S.encode_value(0, 1, 1, [], 2)),
+            (S.encode_key(*key), S.encode_value(1, 4, 6, [(4, 5, 0, 3)], 2))]
+    store.logs[c.partition_of(b)].append((S.encode_key(*b), None))     # b deleted
+    for k in {c.partition_of(a), c.partition_of(b)}:
+        c.became_leader(k, 7)
+    code, got = c.read(a, 2)
+    assert code == E.NONE and got["start_offset"] == 4 and got["batches"] == [(4, 5, 0, 3)]
+    assert c.read(b, 2) == (E.NONE, None)
+    c.stopped_leading(c.partition_of(a))
+    assert c.read(a, 2) == (E.NOT_COORDINATOR, None)
+
+
+def test_wire_batches_round_trip():
+    runs = [(4, 5, 0, 3), (6, 9, 2, 1)]
+    answer = {"state_epoch": 2, "start_offset": 4, "state_batches": to_batches(runs)}
+    assert from_answer(answer) == {"state_epoch": 2, "start_offset": 4, "end_offset": 10,
+                                   "batches": runs}
+    assert from_answer({"state_epoch": 0, "start_offset": -1, "state_batches": []}) is None
