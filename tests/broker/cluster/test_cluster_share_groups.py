@@ -1,7 +1,8 @@
 """Share groups on a cluster: the share-partition's state follows its leadership. A share
 consumer (confluent-kafka's ShareConsumer, explicit acknowledgement) reads a replicated
-partition while records are produced; the partition's leader is killed with SIGKILL while
-the consumer holds acquired, unacknowledged records. The new leader reads the state from the
+partition while records are produced; the partition's leader is killed with SIGKILL (or
+stopped with a controlled shutdown, which moves its leaderships first) while the consumer
+holds acquired, unacknowledged records. The new leader reads the state from the
 share coordinator (ReadShareGroupState, or its own `__share_group_state` partition), so, as
 Kafka's at-least-once semantics say:
 
@@ -81,7 +82,8 @@ def group_coordinated_elsewhere(c, topic: str) -> str:
     raise AssertionError("no group id found coordinated away from the leader")
 
 
-def test_share_state_follows_the_leader_after_kill_9(zookeeper_server, tmp_path):
+@pytest.mark.parametrize("move", ["kill-9", "controlled-shutdown"])
+def test_share_state_follows_the_leader(zookeeper_server, tmp_path, move):
     c = new_cluster(zookeeper_server, tmp_path, **SETTINGS)
     from confluent_kafka import AcknowledgeType
     try:
@@ -137,7 +139,10 @@ def test_share_state_follows_the_leader_after_kill_9(zookeeper_server, tmp_path)
         confirmed_at_kill = set(confirmed)
         seen_at_kill = {v: len(d) for v, d in deliveries.items()}
         leader = state(c, "jobs", 0)["leader"]
-        c.by_id(leader).kill()
+        if move == "kill-9":
+            c.by_id(leader).kill()
+        else:
+            c.by_id(leader).stop()          # controlled shutdown: leadership moved first
         c.wait_for(lambda: state(c, "jobs", 0)["leader"] not in (-1, leader), WAIT_S,
                    what="a new leader of jobs-0")
         # phase 2: the rest, through the new leader (in-flight records come back there)
