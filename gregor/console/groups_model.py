@@ -69,6 +69,46 @@ class GroupsModel:
                 out.append({"group_id": gid, "state": g.state, "lag": sum(lags.values())})
         return out
 
+    async def share_group(self, gid: str) -> dict:
+        """A KIP-932 share group: state, members and their assignments, and per partition
+        the share-partition's start offset (records before it are done), the log end and the
+        lag between them (records not yet acknowledged, or not started: -1)."""
+        from ..client.admin_share_groups import describe_share_group, share_group_offsets
+
+        def read(admin):
+            d = describe_share_group(admin, gid)
+            starts = share_group_offsets(admin, gid)
+            owners: dict = {}
+            for m in d.members:
+                for tp in m.assignment:
+                    owners.setdefault(tp, []).append(m)
+            tps = partitions_read(admin, set(starts) | set(owners))
+            ends = admin.list_offsets({tp: "latest" for tp in tps}) if tps else {}
+            return d, starts, owners, tps, ends
+        d, starts, owners, tps, ends = await self.pool.admin(read)
+        rows = []
+        for tp in tps:
+            start = starts.get(tp)
+            end = ends[tp].offset if ends.get(tp) else None
+            started = start is not None and start >= 0
+            rows.append({"topic": tp[0], "partition": tp[1],
+                         "start_offset": start if started else None, "end": end,
+                         "lag": max(0, end - start) if started and end is not None else None,
+                         "members": [m.member_id for m in owners.get(tp, [])]})
+        members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
+                    "member_epoch": m.member_epoch,
+                    "assignment": [[t, p] for t, p in m.assignment]} for m in d.members]
+        return {"group_id": gid, "type": "share", "state": d.state,
+                "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
+                "members": members, "partitions": rows,
+                "total_lag": sum(r["lag"] for r in rows if r["lag"] is not None),
+                "topics": sorted({r["topic"] for r in rows}),
+                "history": self.sampler.series(gid)}
+
+    def is_share(self, gid: str) -> bool:
+        listed = (self.sampler.latest or {}).get(gid)
+        return listed is not None and listed.group_type == "share"
+
     async def group(self, gid: str) -> dict:
         timeout = self.settings.request_timeout_s
 

@@ -67,10 +67,25 @@ def partitions_read(admin, known, timeout: float | None = None) -> list:
                   for p in d.partitions if p.leader >= 0)
 
 
+def share_starts(admin, gid: str) -> dict:
+    """{(topic, p): start offset} of a share group's started share-partitions, {} when the
+    coordinator cannot say (the group then shows without lag rather than failing the
+    sample)."""
+    from ..client.admin_share_groups import share_group_offsets
+    try:
+        return {tp: o for tp, o in share_group_offsets(admin, gid).items() if o >= 0}
+    except Exception as e:
+        log.debug("share group %s offsets: %s", gid, e)
+        return {}
+
+
 def take_sample(admin) -> dict[str, GroupLag]:
     """One sample (blocking; a worker thread runs it)."""
     listing = admin.list_groups()
     offsets = admin.list_offsets_of_groups([g.group_id for g in listing]) if listing else {}
+    for g in listing:
+        if g.group_type == "share":      # no committed offsets: the share-partitions' starts
+            offsets[g.group_id] = share_starts(admin, g.group_id)
     # Committed offsets may name topics or partitions deleted since: ask only for live ones
     # (ListOffsets would retry an unknown partition until its timeout).
     topics = admin.list_topics(include_internal=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from markupsafe import Markup
 from starlette.responses import Response
 
+from ..protocol.errors import ErrorCode, KafkaError
 from .charts import line_chart, sparkline
 from .groups_model import ResetRefused
 from .render import done, failed, read_change, respond
@@ -26,10 +27,21 @@ async def groups(request):
 async def group(request):
     c = _console(request)
     gid = request.path_params["gid"]
-    data = await c.groups.group(gid)
+    share = c.groups.is_share(gid)
+    if not share:
+        try:
+            data = await c.groups.group(gid)
+        except KafkaError as e:
+            # DescribeGroups does not know share groups (KIP-932 has ShareGroupDescribe):
+            # a group the sampler has not listed yet may still be one.
+            if e.code != ErrorCode.GROUP_ID_NOT_FOUND:
+                raise
+            share = True
+    if share:
+        data = await c.groups.share_group(gid)
     data["history"] = [[t, v] for t, v in data["history"]]
     data["interval_s"] = c.settings.lag_interval_s
-    return respond(request, "group.html", data)
+    return respond(request, "share_group.html" if share else "group.html", data)
 
 
 async def lag_chart(request):
