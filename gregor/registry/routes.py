@@ -163,11 +163,13 @@ class Routes:
         return stored
 
     def _serialized(self, req, schema_type, text, references) -> str:
-        """The schema text, or for `format=serialized` a Protobuf schema's base64
-        descriptor (what confluent-kafka's Protobuf deserializer asks for)."""
-        if schema_type != "PROTOBUF" or arg(req, "format") != "serialized":
+        """The schema text; a Protobuf schema as printed .proto text, or for
+        `format=serialized` its base64 descriptor (what confluent-kafka's Protobuf
+        deserializer asks for)."""
+        if schema_type != "PROTOBUF":
             return text
-        return self.s.parse(schema_type, text, references).serialized()
+        parsed = self.s.parse(schema_type, text, references)
+        return parsed.serialized() if arg(req, "format") == "serialized" else parsed.text()
 
     def schema_by_id(self, req, id):
         stored = self._stored(id)

@@ -10,7 +10,8 @@ unable to read `writer`'s data.
 - PROTOBUF: a serialized FileDescriptorProto in base64 (what confluent-kafka's
   ProtobufSerializer registers) or .proto source text (protobuf_text), checked by building
   it in a protobuf DescriptorPool beside its references and the well-known types; stored as
-  sent, served as a base64 descriptor with `format=serialized`.
+  sent, served as printed .proto text (protobuf_print) or, with `format=serialized`, as a
+  base64 descriptor.
 """
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ class ProtobufSchema:
     def serialized(self) -> str:
         """`format=serialized`: the base64 FileDescriptorProto."""
         return base64.b64encode(self.descriptor.SerializeToString()).decode()
+
+    def text(self) -> str:
+        """The .proto text served by default (Confluent serves its printed form too)."""
+        from .protobuf_print import print_proto
+        return print_proto(self.descriptor)
 
     def named(self, name: str) -> "ProtobufSchema":
         """The same schema as the file `name` (how a reference's importer knows it)."""

@@ -210,12 +210,18 @@ def test_protobuf_serializer_with_a_reference(client, target, topic_name):
     del p
     # registered as a base64 descriptor; the well-known import travels without a reference
     # (the client leaves google/protobuf/* out) and the registry resolves it itself
+    # and served as .proto text, as Confluent's registry prints it, unless format=serialized
     latest = fresh(client).get_latest_version(f"{topic_name}-value")
     assert latest.schema.schema_type == "PROTOBUF"
+    assert latest.schema.schema_str == (
+        'syntax = "proto3";\npackage gregor.interop;\n\n'
+        'import "google/protobuf/timestamp.proto";\n\n'
+        'message Order {\n  int64 id = 1;\n  .google.protobuf.Timestamp at = 2;\n}\n')
+    assert fresh(client).get_schema(latest.schema_id).schema_str == latest.schema.schema_str
     from google.protobuf import descriptor_pb2
     import base64
-    fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
-        latest.schema.schema_str))
+    raw = json.loads(urllib_get(client, f"/schemas/ids/{latest.schema_id}?format=serialized"))
+    fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(raw["schema"]))
     assert list(fd.dependency) == ["google/protobuf/timestamp.proto"]
     de = ProtobufDeserializer(Order, {"use.deprecated.format": False}, fresh(client))
     got = [de(raw, ctx) for raw in _consume(target, topic_name, len(orders))]
@@ -234,7 +240,9 @@ def test_protobuf_registered_as_proto_text(client, target, topic_name):
     subject = f"{topic_name}-value"
     sid = client.register_schema(subject, Schema(text, "PROTOBUF"))
     served = fresh(client).get_schema(sid)
-    assert served.schema_str == text.strip()                  # text in, text out
+    assert served.schema_str == ('syntax = "proto3";\npackage gregor.text;\n\n'
+                                 'message Reading {\n  string sensor = 1;\n'
+                                 '  double value = 2;\n}\n')   # printed as Confluent does
     raw = json.loads(urllib_get(client, f"/schemas/ids/{sid}?format=serialized"))["schema"]
     fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(raw))
     fd.name = "gregor/text/reading.proto"
