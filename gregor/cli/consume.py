@@ -114,7 +114,7 @@ def _start_offset(offset: str | None, from_beginning: bool):
 @with_friendly_errors
 def command(topic, from_beginning, partitions, offset, max_messages, timeout_ms, exit_at_end,
             fmt, key_separator, group, props, value_format, key_format, schema_path,
-            key_schema_path, registry_url, registry_props, bootstrap):
+            key_schema_path, registry_url, registry_props, bootstrap, message_name):
     """Print the records of TOPIC to stdout (with --value-format, values decoded through the
     Schema Registry and printed as JSON)."""
     from ..client.consumer import Consumer

@@ -62,9 +62,10 @@ def _lines(stream):
 @bootstrap_option
 @with_friendly_errors
 def command(topic, path, key_separator, partition, headers, props, progress, value_format,
-            key_format, schema_path, key_schema_path, registry_url, registry_props, bootstrap):
+            key_format, schema_path, key_schema_path, registry_url, registry_props, bootstrap,
+            message_name):
     """Send lines from stdin (or --file) to TOPIC (with --value-format, each line is a JSON
-    value written as Confluent-framed Avro / JSON Schema)."""
+    value written as Confluent-framed Avro / JSON Schema / Protobuf)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
                                TextColumn, TimeElapsedColumn)
@@ -73,7 +74,7 @@ def command(topic, path, key_separator, partition, headers, props, progress, val
     sep = key_separator.encode() if key_separator else None
     hdrs = [(k, v.encode()) for k, v in parse_props(headers, "--header").items()] or None
     serializers = producer_serializers(value_format, key_format, schema_path, key_schema_path,
-                                       registry_url, registry_props)
+                                       registry_url, registry_props, message_name)
     producer = Producer(client_config(bootstrap, {**parse_props(props), **serializers}))
     tally = _Tally()
     console = Console(stderr=True)

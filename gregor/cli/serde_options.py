@@ -1,8 +1,9 @@
 """--value-format / --key-format for `gregor produce` and `gregor consume`: records as
-Confluent-framed Avro or JSON Schema through a Schema Registry. produce reads one JSON value
+Confluent-framed Avro, JSON Schema or Protobuf through a Schema Registry. produce reads one JSON value
 per line and writes it with the schema of --schema FILE (registered under <topic>-value);
 consume prints each decoded value as one line of JSON (with --schema FILE as the reader
-schema, else as written)."""
+schema, else as written). Protobuf values are protobuf's JSON mapping of the message
+--message-name (default the .proto file's first message), see protobuf_values."""
 from __future__ import annotations
 
 import json
@@ -10,19 +11,22 @@ from pathlib import Path
 
 import click
 
-FORMATS = ("avro", "json")
+FORMATS = ("avro", "json", "protobuf")
 
 
 def serde_options(fn):
     """The registry options shared by produce and consume."""
     for decorator in reversed([
         click.option("--value-format", type=click.Choice(FORMATS), default=None,
-                     help="Values as Confluent-framed Avro or JSON Schema (needs "
-                          "--schema-registry)."),
+                     help="Values as Confluent-framed Avro, JSON Schema or Protobuf "
+                          "(needs --schema-registry)."),
         click.option("--key-format", type=click.Choice(FORMATS), default=None,
                      help="Keys likewise."),
         click.option("--schema", "schema_path", type=click.Path(exists=True, dir_okay=False),
-                     default=None, help="The value schema (.avsc / JSON Schema file)."),
+                     default=None,
+                     help="The value schema (.avsc / JSON Schema / .proto file)."),
+        click.option("--message-name", default=None, metavar="NAME",
+                     help="Protobuf: the message of --schema to write (default its first)."),
         click.option("--key-schema", "key_schema_path",
                      type=click.Path(exists=True, dir_okay=False), default=None,
                      help="The key schema."),
@@ -87,7 +91,8 @@ def _jsonable(x):
     return str(x)                        # datetimes, decimals, uuids
 
 
-def producer_serializers(fmt, key_fmt, schema_path, key_schema_path, url, props) -> dict:
+def producer_serializers(fmt, key_fmt, schema_path, key_schema_path, url, props,
+                         message_name=None) -> dict:
     """Producer config entries (value.serializer / key.serializer) for the options."""
     out = {}
     if not fmt and not key_fmt:
@@ -101,6 +106,11 @@ def producer_serializers(fmt, key_fmt, schema_path, key_schema_path, url, props)
             opt = "--schema" if field == "value" else "--key-schema"
             raise click.BadParameter(f"--{field}-format {f} needs {opt} FILE to write with",
                                      param_hint=opt)
+        if f == "protobuf":
+            from .protobuf_values import serializer
+            out[f"{field}.serializer"] = FromJsonLines(serializer(reg, path, message_name,
+                                                                  field))
+            continue
         out[f"{field}.serializer"] = FromJsonLines(_serializer(f, reg, text, field))
     return out
 
@@ -116,7 +126,8 @@ def _serializer(fmt, reg, text, field):
         raise click.BadParameter(str(e), param_hint="--schema") from None
 
 
-def consumer_deserializers(fmt, key_fmt, schema_path, key_schema_path, url, props) -> dict:
+def consumer_deserializers(fmt, key_fmt, schema_path, key_schema_path, url, props,
+                           message_name=None) -> dict:
     out = {}
     if not fmt and not key_fmt:
         return out
@@ -125,7 +136,10 @@ def consumer_deserializers(fmt, key_fmt, schema_path, key_schema_path, url, prop
         if not f:
             continue
         text = _schema_text(path, field)
-        if f == "avro":
+        if f == "protobuf":         # read as written (the registry's descriptor)
+            from .protobuf_values import deserializer
+            de = deserializer(reg, field)
+        elif f == "avro":
             from ..serde import AvroDeserializer
             de = AvroDeserializer(reg, text, field=field)
         else:
