@@ -1,22 +1,41 @@
 """Protobuf compatibility: can `reader` parse what `writer` serialized?
 
-Compared on the FileDescriptorProtos, message by full name and field by number, with
-Confluent's difference names. Incompatible (reported):
-- PACKAGE_CHANGED; MESSAGE_REMOVED (a writer message the reader lacks);
-- FIELD_KIND_CHANGED (scalar <-> message / enum / map), FIELD_SCALAR_KIND_CHANGED (another
-  scalar type), FIELD_NAMED_TYPE_CHANGED (another message or enum type);
+Compared on the FileDescriptorProtos, message by name within its package and field by
+number, with Confluent's difference names and its verdicts (Confluent's protobuf diff
+examples). Incompatible (reported):
+- MESSAGE_REMOVED (a writer message the reader lacks; map entry types are not messages);
+- FIELD_KIND_CHANGED (scalar / enum <-> message, map <-> not map), FIELD_SCALAR_KIND_CHANGED
+  (a scalar outside its wire-compatible group, a map's key or value included),
+  FIELD_NAMED_TYPE_CHANGED (another message type, by name within its package);
+- FIELD_NUMERIC_LABEL_CHANGED (a number or enum field turned repeated or back);
 - REQUIRED_FIELD_ADDED / REQUIRED_FIELD_REMOVED (proto2 `required`);
-- ONEOF_FIELD_REMOVED (a field left its oneof), MULTIPLE_FIELDS_MOVED_TO_ONEOF (several
-  fields moved into one oneof), FIELD_MOVED_TO_EXISTING_ONEOF.
-Accepted, as Confluent accepts them: added or removed fields, messages, enums and enum
-constants, renamed fields, new oneofs. Not compared: options, services, extensions, and
-message types from referenced files beyond their names.
+- ONEOF_FIELD_REMOVED (a field removed from its oneof, or moved out of it),
+  MULTIPLE_FIELDS_MOVED_TO_ONEOF (several fields moved into one new oneof),
+  FIELD_MOVED_TO_EXISTING_ONEOF.
+Accepted, as Confluent accepts them: PACKAGE_CHANGED, added or removed fields, messages,
+enums and enum constants, renamed fields and constants, moved messages, new oneofs, one
+field moved into a new oneof, label changes of message / string / bytes fields, and the
+wire-compatible scalar changes: int32 / uint32 / int64 / uint64 / bool, sint32 / sint64,
+fixed32 / sfixed32, fixed64 / sfixed64, string / bytes, and enum <-> int32 / uint32 /
+int64 / uint64. Not compared: options, services, extensions, and message types from
+referenced files beyond their names.
 """
 from __future__ import annotations
 
 from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F
 
-_NAMED = {F.TYPE_MESSAGE, F.TYPE_ENUM, F.TYPE_GROUP}
+_MESSAGES = {F.TYPE_MESSAGE, F.TYPE_GROUP}
+# Scalars that read each other's encoding (protobuf's "Updating a message type" rules).
+_GROUP = {}
+for _n, _kinds in enumerate([
+        (F.TYPE_INT32, F.TYPE_UINT32, F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_BOOL),
+        (F.TYPE_SINT32, F.TYPE_SINT64), (F.TYPE_FIXED32, F.TYPE_SFIXED32),
+        (F.TYPE_FIXED64, F.TYPE_SFIXED64), (F.TYPE_STRING, F.TYPE_BYTES),
+        (F.TYPE_DOUBLE,), (F.TYPE_FLOAT,), (F.TYPE_ENUM,)]):
+    for _k in _kinds:
+        _GROUP[_k] = _n
+_ENUM_INTS = {F.TYPE_INT32, F.TYPE_UINT32, F.TYPE_INT64, F.TYPE_UINT64}
+_LEN_DELIMITED = {F.TYPE_STRING, F.TYPE_BYTES} | _MESSAGES
 
 
 class Difference:
@@ -29,22 +48,36 @@ class Difference:
 
 
 def _messages(fd):
-    out = {}
+    """{name within the package: message}, full names -> entries for map detection."""
+    out, by_full = {}, {}
 
     def walk(msgs, prefix):
         for m in msgs:
-            full = f"{prefix}.{m.name}" if prefix else m.name
-            out[full] = m
-            walk(m.nested_type, full)
-    walk(fd.message_type, fd.package)
-    return out
+            rel = f"{prefix}.{m.name}" if prefix else m.name
+            by_full[f"{fd.package}.{rel}" if fd.package else rel] = m
+            if not m.options.map_entry:
+                out[rel] = m
+            walk(m.nested_type, rel)
+    walk(fd.message_type, "")
+    return out, by_full
 
 
-def _is_map(msg_by_name, field) -> bool:
+def _relative(type_name: str, package: str) -> str:
+    name = type_name.lstrip(".")
+    return name[len(package) + 1:] if package and name.startswith(package + ".") else name
+
+
+def _scalar_compatible(old: int, new: int) -> bool:
+    if old == new or _GROUP.get(old) == _GROUP.get(new):
+        return True
+    return (old == F.TYPE_ENUM and new in _ENUM_INTS) or (new == F.TYPE_ENUM and old in _ENUM_INTS)
+
+
+def _map_entry(by_full, field):
     if field.type != F.TYPE_MESSAGE:
-        return False
-    target = msg_by_name.get(field.type_name.lstrip("."))
-    return target is not None and target.options.map_entry
+        return None
+    target = by_full.get(field.type_name.lstrip("."))
+    return target if target is not None and target.options.map_entry else None
 
 
 def _oneof(m, field):
@@ -55,12 +88,11 @@ def _oneof(m, field):
 def check_protobuf(reader, writer, reader_label="new", writer_label="old") -> list:
     original, update = writer.descriptor, reader.descriptor
     out = []
-    if original.package != update.package:
-        out.append(Difference("PACKAGE_CHANGED", "#/package"))
-    old_msgs, new_msgs = _messages(original), _messages(update)
-    for full, om in old_msgs.items():
-        nm = new_msgs.get(full)
-        path = f"#/{full}"
+    (old_msgs, old_full), (new_msgs, new_full) = _messages(original), _messages(update)
+    ctx = (original.package, update.package, old_full, new_full)
+    for rel, om in old_msgs.items():
+        nm = new_msgs.get(rel)
+        path = f"#/{rel.replace('.', '/')}"
         if nm is None:
             out.append(Difference("MESSAGE_REMOVED", path))
             continue
@@ -69,21 +101,20 @@ def check_protobuf(reader, writer, reader_label="new", writer_label="old") -> li
         for of in om.field:
             nf = new_fields.get(of.number)
             fpath = f"{path}/{of.number}"
+            o_one = _oneof(om, of)
             if nf is None:
                 if of.label == F.LABEL_REQUIRED:
                     out.append(Difference("REQUIRED_FIELD_REMOVED", fpath))
+                if o_one is not None:
+                    out.append(Difference("ONEOF_FIELD_REMOVED",
+                                          f"{path}/{o_one}/{of.number}"))
                 continue
-            o_map, n_map = _is_map(old_msgs, of), _is_map(new_msgs, nf)
-            o_named, n_named = of.type in _NAMED, nf.type in _NAMED
-            if o_map != n_map or o_named != n_named:
-                out.append(Difference("FIELD_KIND_CHANGED", fpath))
-            elif not o_named and of.type != nf.type:
-                out.append(Difference("FIELD_SCALAR_KIND_CHANGED", fpath))
-            elif o_named and of.type_name.lstrip(".") != nf.type_name.lstrip("."):
-                out.append(Difference("FIELD_NAMED_TYPE_CHANGED", fpath))
+            kind = _field_change(of, nf, ctx)
+            if kind:
+                out.append(Difference(kind, fpath))
             if nf.label == F.LABEL_REQUIRED and of.label != F.LABEL_REQUIRED:
                 out.append(Difference("REQUIRED_FIELD_ADDED", fpath))
-            o_one, n_one = _oneof(om, of), _oneof(nm, nf)
+            n_one = _oneof(nm, nf)
             if o_one is not None and n_one is None:
                 out.append(Difference("ONEOF_FIELD_REMOVED", fpath))
             elif o_one is None and n_one is not None:
@@ -99,3 +130,29 @@ def check_protobuf(reader, writer, reader_label="new", writer_label="old") -> li
             if nf.number not in old_numbers and nf.label == F.LABEL_REQUIRED:
                 out.append(Difference("REQUIRED_FIELD_ADDED", f"{path}/{nf.number}"))
     return out
+
+
+def _field_change(of, nf, ctx):
+    """The difference name for field `of` becoming `nf` (same number), or None."""
+    old_pkg, new_pkg, old_full, new_full = ctx
+    o_entry, n_entry = _map_entry(old_full, of), _map_entry(new_full, nf)
+    if (o_entry is None) != (n_entry is None):
+        return "FIELD_KIND_CHANGED"
+    if o_entry is not None:              # map<K, V>: the key and value decide
+        for ok, nk in zip(o_entry.field, n_entry.field):
+            kind = _field_change(ok, nk, ctx)
+            if kind:
+                return kind
+        return None
+    o_msg, n_msg = of.type in _MESSAGES, nf.type in _MESSAGES
+    if o_msg != n_msg:
+        return "FIELD_KIND_CHANGED"
+    if o_msg:
+        if _relative(of.type_name, old_pkg) != _relative(nf.type_name, new_pkg):
+            return "FIELD_NAMED_TYPE_CHANGED"
+    elif not _scalar_compatible(of.type, nf.type):
+        return "FIELD_SCALAR_KIND_CHANGED"
+    if (of.label == F.LABEL_REPEATED) != (nf.label == F.LABEL_REPEATED) and \
+            of.type not in _LEN_DELIMITED and nf.type not in _LEN_DELIMITED:
+        return "FIELD_NUMERIC_LABEL_CHANGED"
+    return None
