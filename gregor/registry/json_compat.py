@@ -13,9 +13,15 @@ difference name (incompatible ones only; the rest are accepted):
 - PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL: a closed reader drops a writer property;
 - MAXIMUM/MINIMUM, MAX/MIN_LENGTH, MAX/MIN_ITEMS, MAX/MIN_PROPERTIES tightened
   (..._DECREASED / ..._INCREASED, _ADDED when the writer had no bound);
-- properties, items, additionalProperties schemas compared recursively.
-Not checked (accepted as they are): oneOf / anyOf / allOf / not, $ref targets,
-patternProperties, dependencies, if/then/else, pattern and format changes.
+- properties, items, additionalProperties schemas compared recursively;
+- combined schemas (with Confluent's names): SUM_TYPE_NARROWED (a oneOf /
+  anyOf reader with fewer branches), PRODUCT_TYPE_EXTENDED (an allOf reader with more),
+  COMBINED_TYPE_SUBSCHEMAS_CHANGED (as many branches, one no longer matching),
+  COMBINED_TYPE_CHANGED (another combiner that does not take every writer branch).
+  Accepted: a sum extended, a product narrowed, duplicates, another combiner that takes
+  every writer branch, a plain writer schema that a branch of a sum reader takes.
+Not checked (accepted as they are): a combined writer read by a plain schema, `not`, $ref
+targets, patternProperties, dependencies, if/then/else, pattern and format changes.
 """
 from __future__ import annotations
 
@@ -66,6 +72,8 @@ def _walk(reader, writer, path: str, out: list) -> None:
     if not isinstance(reader, dict):
         return
     writer = writer if isinstance(writer, dict) else {}
+    if _combiner(reader):
+        _combined(reader, writer, path, out)
     rt, wt = _types(reader), _types(writer)
     if not wt <= rt:
         out.append(Difference("TYPE_NARROWED" if rt & wt else "TYPE_CHANGED", path))
@@ -128,6 +136,64 @@ def _objects(reader, writer, path, out) -> None:
             del out[before:]
             out.append(Difference("ADDITIONAL_PROPERTIES_NARROWED",
                                   f"{path}/additionalProperties"))
+
+
+_COMBINERS = ("oneOf", "anyOf", "allOf")
+
+
+def _combiner(node):
+    for key in _COMBINERS:
+        if isinstance(node, dict) and isinstance(node.get(key), list):
+            return key
+    return None
+
+
+def _branches(node, key) -> list:
+    """The subschemas, duplicates dropped (Confluent ignores them)."""
+    import json
+    seen, out = set(), []
+    for b in node[key]:
+        k = json.dumps(b, sort_keys=True)
+        if k not in seen:
+            seen.add(k)
+            out.append(b)
+    return out
+
+
+def _accepts(reader, writer) -> bool:
+    out: list = []
+    _walk(reader, writer, "#", out)
+    return not out
+
+
+def _combined(reader, writer, path, out) -> None:
+    r_key = _combiner(reader)
+    r_br = _branches(reader, r_key)
+    w_key = _combiner(writer)
+    w_br = _branches(writer, w_key) if w_key else [
+        {k: v for k, v in writer.items() if k not in _COMBINERS}]
+    if r_key == "allOf":
+        # every reader constraint must hold for what the writer wrote
+        ok = all(any(_accepts(r, w) for w in w_br) if w_key == "allOf" else
+                 all(_accepts(r, w) for w in w_br) for r in r_br)
+        if ok:
+            return
+        if w_key == "allOf":
+            kind = "PRODUCT_TYPE_EXTENDED" if len(r_br) > len(w_br) else \
+                "COMBINED_TYPE_SUBSCHEMAS_CHANGED"
+        else:
+            kind = "COMBINED_TYPE_CHANGED" if w_key else "COMBINED_TYPE_SUBSCHEMAS_CHANGED"
+        out.append(Difference(kind, path))
+        return
+    # oneOf / anyOf reader: every writer branch must be taken by some reader branch
+    if all(any(_accepts(r, w) for r in r_br) for w in w_br):
+        return
+    if w_key is None or w_key == r_key:
+        kind = "SUM_TYPE_NARROWED" if len(r_br) < len(w_br) else \
+            "COMBINED_TYPE_SUBSCHEMAS_CHANGED"
+    else:
+        kind = "COMBINED_TYPE_CHANGED"
+    out.append(Difference(kind, path))
 
 
 def check_json(reader, writer, reader_label="new", writer_label="old") -> list:
