@@ -184,8 +184,10 @@ class Routes:
         return out
 
     def raw_schema_by_id(self, req, id):
-        return json.loads(self._stored(id).schema) if self._stored(id).schema_type != \
-            "PROTOBUF" else self._stored(id).schema
+        stored = self._stored(id)
+        refs = [{"name": n, "subject": s, "version": v} for n, s, v in stored.references]
+        text = self._serialized(req, stored.schema_type, stored.schema, refs)
+        return json.loads(text) if stored.schema_type != "PROTOBUF" else text
 
     def id_subjects(self, req, id):
         stored = self._stored(id)
@@ -229,7 +231,8 @@ class Routes:
 
     def raw_version(self, req, subject, version):
         sv = self.s.get_version(subject, version, flag(req, "deleted"))
-        return json.loads(sv.schema) if sv.schema_type != "PROTOBUF" else sv.schema
+        text = self._serialized(req, sv.schema_type, sv.schema, sv.references)
+        return json.loads(text) if sv.schema_type != "PROTOBUF" else text
 
     def referenced_by(self, req, subject, version):
         sv = self.s.get_version(subject, version, True)

@@ -243,6 +243,9 @@ def test_protobuf_registered_as_proto_text(client, target, topic_name):
     assert served.schema_str == ('syntax = "proto3";\npackage gregor.text;\n\n'
                                  'message Reading {\n  string sensor = 1;\n'
                                  '  double value = 2;\n}\n')   # printed as Confluent does
+    subject_path = f"/subjects/{subject}/versions/1/schema"
+    assert [json.loads(urllib_get(client, p)) for p in (f"/schemas/ids/{sid}/schema",
+                                                         subject_path)] == [served.schema_str] * 2
     raw = json.loads(urllib_get(client, f"/schemas/ids/{sid}?format=serialized"))["schema"]
     fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(raw))
     fd.name = "gregor/text/reading.proto"

@@ -91,3 +91,51 @@ def test_field_options_printed():
     text = print_proto(fd)
     assert "repeated int32 qty = 2 [packed = true];" in text
     assert "string id = 1 [deprecated = true];" in text
+
+
+# Random proto3 files: scalar / enum / message / map fields, repeated, proto3 optional,
+# oneofs and nested messages; printed and parsed back, they give the same descriptor.
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_SCALARS = ["double", "float", "int64", "uint64", "int32", "fixed64", "fixed32", "bool",
+            "string", "bytes", "uint32", "sfixed32", "sfixed64", "sint32", "sint64"]
+_NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda n: n not in {"optional", "repeated", "required", "map", "oneof", "message",
+                        "enum", "reserved", "option", "syntax", "package", "import",
+                        "group", "extensions", "extend", "service", "rpc", "returns",
+                        "stream", "to", "max", "public", "weak"} and n not in _SCALARS)
+
+
+@st.composite
+def _message(draw, name, depth):
+    types = _SCALARS + ["Color"] + (["Inner"] if depth == 0 else [])
+    names = draw(st.lists(_NAMES, min_size=1, max_size=6, unique=True))
+    lines, number = [], 1
+    oneof = []
+    for fname in names:
+        kind = draw(st.sampled_from(["plain", "repeated", "optional", "map", "oneof"]))
+        ftype = draw(st.sampled_from(types))
+        if kind == "map":
+            key = draw(st.sampled_from(["string", "int32", "int64", "bool", "uint32"]))
+            lines.append(f"map<{key}, {ftype}> {fname} = {number};")
+        elif kind == "oneof":
+            oneof.append(f"{ftype} {fname} = {number};")
+        else:
+            label = "" if kind == "plain" else kind + " "
+            lines.append(f"{label}{ftype} {fname} = {number};")
+        number += draw(st.integers(1, 3))
+    if oneof:
+        lines.append("oneof choice { " + " ".join(oneof) + " }")
+    if depth == 0:
+        lines.append(draw(_message("Inner", 1)))
+    return f"message {name} {{ " + " ".join(lines) + " }"
+
+
+@settings(max_examples=60, deadline=None)
+@given(_message("Root", 0))
+def test_random_files_round_trip(body):
+    src = 'syntax = "proto3";\npackage gen.v1;\nenum Color { RED = 0; BLUE = 1; }\n' + body
+    fd = parse_proto(src, {})
+    text = print_proto(fd)
+    assert parse_proto(text, {}) == fd
+    assert print_proto(parse_proto(text, {})) == text
