@@ -1,6 +1,6 @@
 """--value-format / --key-format for `gregor produce` and `gregor consume`: records as
-Confluent-framed Avro, JSON Schema or Protobuf through a Schema Registry. produce reads one JSON value
-per line and writes it with the schema of --schema FILE (registered under <topic>-value);
+Confluent-framed Avro, JSON Schema or Protobuf through a Schema Registry. produce reads one
+JSON value per line and writes it with the schema of --schema FILE (registered under <topic>-value);
 consume prints each decoded value as one line of JSON (with --schema FILE as the reader
 schema, else as written). Protobuf values are protobuf's JSON mapping of the message
 --message-name (default the .proto file's first message), see protobuf_values."""

@@ -52,6 +52,7 @@ class _Printer:
     def __init__(self, fd):
         self.fd = fd
         self.lines: list[str] = []
+        self._scopes: dict = {}          # id(nested message) -> its full name
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text if text else "")
@@ -118,8 +119,6 @@ class _Printer:
             self.enum(e, depth + 1)
         self.emit(depth, "}")
 
-    _scopes: dict = {}
-
     def _scope(self, m) -> str:
         """The full name of message `m` (top-level ones are package-qualified)."""
         if id(m) in self._scopes:
@@ -173,6 +172,4 @@ class _Printer:
 
 def print_proto(fd: descriptor_pb2.FileDescriptorProto) -> str:
     """`fd` as .proto source text."""
-    p = _Printer(fd)
-    p._scopes = {}
-    return p.file()
+    return _Printer(fd).file()
