@@ -17,8 +17,10 @@ enums and enum constants, renamed fields and constants, moved messages, new oneo
 field moved into a new oneof, label changes of message / string / bytes fields, and the
 wire-compatible scalar changes: int32 / uint32 / int64 / uint64 / bool, sint32 / sint64,
 fixed32 / sfixed32, fixed64 / sfixed64, string / bytes, and enum <-> int32 / uint32 /
-int64 / uint64. Not compared: options, services, extensions, and message types from
-referenced files beyond their names.
+int64 / uint64. Messages of referenced files (the schema's `dependencies`) are compared
+by the same rules wherever a field of both versions uses them, their paths relative to
+their own package. Not compared: options, services, extensions, and a referenced file's
+messages no field uses.
 """
 from __future__ import annotations
 
@@ -85,51 +87,96 @@ def _oneof(m, field):
         not field.proto3_optional else None
 
 
+def _dependency_messages(files) -> dict:
+    """{full name: (message, its file's package)} over the referenced files."""
+    out = {}
+    for fd in files:
+        for full, m in _messages(fd)[1].items():
+            out.setdefault(full, (m, fd.package))
+    return out
+
+
 def check_protobuf(reader, writer, reader_label="new", writer_label="old") -> list:
     original, update = writer.descriptor, reader.descriptor
-    out = []
+    out: list = []
     (old_msgs, old_full), (new_msgs, new_full) = _messages(original), _messages(update)
-    ctx = (original.package, update.package, old_full, new_full)
+    old_deps = _dependency_messages(getattr(writer, "dependencies", ()))
+    new_deps = _dependency_messages(getattr(reader, "dependencies", ()))
+    # map entries and nested types may live in a referenced file too
+    old_all = {**{k: m for k, (m, _) in old_deps.items()}, **old_full}
+    new_all = {**{k: m for k, (m, _) in new_deps.items()}, **new_full}
+    used: list = []          # (old, new) full names of referenced messages fields use
+    ctx = (original.package, update.package, old_all, new_all)
     for rel, om in old_msgs.items():
         nm = new_msgs.get(rel)
         path = f"#/{rel.replace('.', '/')}"
         if nm is None:
             out.append(Difference("MESSAGE_REMOVED", path))
             continue
-        new_fields = {f.number: f for f in nm.field}
-        moved_into: dict[str, int] = {}
-        for of in om.field:
-            nf = new_fields.get(of.number)
-            fpath = f"{path}/{of.number}"
-            o_one = _oneof(om, of)
-            if nf is None:
-                if of.label == F.LABEL_REQUIRED:
-                    out.append(Difference("REQUIRED_FIELD_REMOVED", fpath))
-                if o_one is not None:
-                    out.append(Difference("ONEOF_FIELD_REMOVED",
-                                          f"{path}/{o_one}/{of.number}"))
-                continue
-            kind = _field_change(of, nf, ctx)
-            if kind:
-                out.append(Difference(kind, fpath))
-            if nf.label == F.LABEL_REQUIRED and of.label != F.LABEL_REQUIRED:
-                out.append(Difference("REQUIRED_FIELD_ADDED", fpath))
-            n_one = _oneof(nm, nf)
-            if o_one is not None and n_one is None:
-                out.append(Difference("ONEOF_FIELD_REMOVED", fpath))
-            elif o_one is None and n_one is not None:
-                moved_into[n_one] = moved_into.get(n_one, 0) + 1
-        old_oneofs = {d.name for d in om.oneof_decl}
-        for name, count in moved_into.items():
-            if name in old_oneofs:
-                out.append(Difference("FIELD_MOVED_TO_EXISTING_ONEOF", f"{path}/{name}"))
-            elif count > 1:
-                out.append(Difference("MULTIPLE_FIELDS_MOVED_TO_ONEOF", f"{path}/{name}"))
-        old_numbers = {f.number for f in om.field}
-        for nf in nm.field:
-            if nf.number not in old_numbers and nf.label == F.LABEL_REQUIRED:
-                out.append(Difference("REQUIRED_FIELD_ADDED", f"{path}/{nf.number}"))
+        _compare_message(om, nm, path, ctx, out, used)
+    # A referenced file's message is compared where both versions' fields use it: its
+    # changes reach this schema's data as a change of its own message would.
+    done = set()
+    while used:
+        pair = used.pop(0)
+        if pair in done or pair[0] in old_full or pair[1] in new_full:
+            continue
+        done.add(pair)
+        (om, o_pkg), (nm, n_pkg) = old_deps.get(pair[0], (None, "")), \
+            new_deps.get(pair[1], (None, ""))
+        if om is None or nm is None or om.options.map_entry:
+            continue
+        path = f"#/{_relative(pair[0], o_pkg).replace('.', '/')}"
+        _compare_message(om, nm, path, (o_pkg, n_pkg, old_all, new_all), out, used)
     return out
+
+
+def _compare_message(om, nm, path, ctx, out, used) -> None:
+    new_fields = {f.number: f for f in nm.field}
+    moved_into: dict[str, int] = {}
+    for of in om.field:
+        nf = new_fields.get(of.number)
+        fpath = f"{path}/{of.number}"
+        o_one = _oneof(om, of)
+        if nf is None:
+            if of.label == F.LABEL_REQUIRED:
+                out.append(Difference("REQUIRED_FIELD_REMOVED", fpath))
+            if o_one is not None:
+                out.append(Difference("ONEOF_FIELD_REMOVED", f"{path}/{o_one}/{of.number}"))
+            continue
+        kind = _field_change(of, nf, ctx)
+        if kind:
+            out.append(Difference(kind, fpath))
+        else:
+            _note_used(of, nf, ctx, used)
+        if nf.label == F.LABEL_REQUIRED and of.label != F.LABEL_REQUIRED:
+            out.append(Difference("REQUIRED_FIELD_ADDED", fpath))
+        n_one = _oneof(nm, nf)
+        if o_one is not None and n_one is None:
+            out.append(Difference("ONEOF_FIELD_REMOVED", fpath))
+        elif o_one is None and n_one is not None:
+            moved_into[n_one] = moved_into.get(n_one, 0) + 1
+    old_oneofs = {d.name for d in om.oneof_decl}
+    for name, count in moved_into.items():
+        if name in old_oneofs:
+            out.append(Difference("FIELD_MOVED_TO_EXISTING_ONEOF", f"{path}/{name}"))
+        elif count > 1:
+            out.append(Difference("MULTIPLE_FIELDS_MOVED_TO_ONEOF", f"{path}/{name}"))
+    old_numbers = {f.number for f in om.field}
+    for nf in nm.field:
+        if nf.number not in old_numbers and nf.label == F.LABEL_REQUIRED:
+            out.append(Difference("REQUIRED_FIELD_ADDED", f"{path}/{nf.number}"))
+
+
+def _note_used(of, nf, ctx, used) -> None:
+    """Queue the message types an unchanged field (a map's value included) refers to."""
+    _, _, old_all, new_all = ctx
+    o_entry, n_entry = _map_entry(old_all, of), _map_entry(new_all, nf)
+    if o_entry is not None and n_entry is not None:
+        for ok, nk in zip(o_entry.field, n_entry.field):
+            _note_used(ok, nk, ctx, used)
+    elif of.type in _MESSAGES and nf.type in _MESSAGES:
+        used.append((of.type_name.lstrip("."), nf.type_name.lstrip(".")))
 
 
 def _field_change(of, nf, ctx):

@@ -40,10 +40,13 @@ class JsonSchema:
 class ProtobufSchema:
     schema_type = "PROTOBUF"
 
-    def __init__(self, descriptor, canonical: str):
+    def __init__(self, descriptor, canonical: str, dependencies=()):
         self.descriptor = descriptor      # google.protobuf.descriptor_pb2.FileDescriptorProto
         self.canonical = canonical        # what was sent: base64 descriptor or .proto text
         self.normalized = canonical
+        # the referenced files' descriptors, transitively (the checker compares their
+        # messages where this schema's fields use them)
+        self.dependencies = list(dependencies)
 
     def serialized(self) -> str:
         """`format=serialized`: the base64 FileDescriptorProto."""
@@ -60,7 +63,7 @@ class ProtobufSchema:
         fd = descriptor_pb2.FileDescriptorProto()
         fd.CopyFrom(self.descriptor)
         fd.name = name
-        return ProtobufSchema(fd, self.canonical)
+        return ProtobufSchema(fd, self.canonical, self.dependencies)
 
 
 def _sorted(node):
@@ -121,7 +124,10 @@ def _parse_protobuf(text: str, references) -> ProtobufSchema:
         pool.FindFileByName(fd.name)
     except Exception as e:
         raise InvalidSchema(f"Protobuf descriptor {fd.name!r} does not build: {e}") from None
-    return ProtobufSchema(fd, canonical)
+    deps = []
+    for ref in references:
+        deps += [ref.descriptor, *ref.dependencies]
+    return ProtobufSchema(fd, canonical, deps)
 
 
 def _well_known_files(text: str) -> list:

@@ -83,3 +83,34 @@ def test_difference_paths_are_package_relative():
     new = P3 + "package p;\nmessage M { message N { string a = 1; } }"
     [d] = check(parse_schema("PROTOBUF", new), parse_schema("PROTOBUF", old))
     assert d.path == "#/M/N/1" and "type=FIELD_SCALAR_KIND_CHANGED" in d.message()
+
+
+def _with_ref(dep_text, main_text):
+    dep = parse_schema("PROTOBUF", P3 + "package d;\n" + dep_text)
+    return parse_schema("PROTOBUF", P3 + 'import "dep.proto";\n' + main_text,
+                        [("dep.proto", dep)])
+
+
+MAIN = "message M { d.Ref r = 1; map<string, d.Ref> m = 2; }"
+
+
+@pytest.mark.parametrize("old_dep, new_dep, expected", [
+    ("message Ref { int32 a = 1; }", "message Ref { string a = 1; }",
+     [("FIELD_SCALAR_KIND_CHANGED", "#/Ref/1")]),
+    ("message Ref { int32 a = 1; }", "message Ref { int64 a = 1; }", []),
+    ("message Ref { int32 a = 1; }", "message Ref { int32 a = 1; string b = 2; }", []),
+    ("message Ref { Inner i = 1; message Inner { int32 x = 1; } }",
+     "message Ref { Inner i = 1; message Inner { string x = 1; } }",
+     [("FIELD_SCALAR_KIND_CHANGED", "#/Ref/Inner/1")]),
+    ("message Ref { oneof o { string a = 1; int32 b = 2; } }",
+     "message Ref { oneof o { string a = 1; } }",
+     [("ONEOF_FIELD_REMOVED", "#/Ref/o/2")]),
+])
+def test_referenced_messages_are_compared(old_dep, new_dep, expected):
+    found = check(_with_ref(new_dep, MAIN), _with_ref(old_dep, MAIN))
+    assert sorted((d.error_type, d.path) for d in found) == expected
+
+
+def test_referenced_recursive_message_terminates():
+    dep = "message Ref { Ref next = 1; int32 a = 2; }"
+    assert check(_with_ref(dep, MAIN), _with_ref(dep, MAIN)) == []
