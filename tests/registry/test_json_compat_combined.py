@@ -40,6 +40,8 @@ CASES = [
     (S, {"anyOf": [N, S]}, []),
     (S, {"oneOf": [N, S]}, []),
     (S, {"oneOf": [N, B]}, ["COMBINED_TYPE_SUBSCHEMAS_CHANGED"]),
+    (S, {"allOf": [S]}, []),
+    (S, {"allOf": [N, S]}, ["COMBINED_TYPE_SUBSCHEMAS_CHANGED"]),
 ]
 
 
