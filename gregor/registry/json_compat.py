@@ -24,6 +24,16 @@ difference name (incompatible ones only; the rest are accepted):
   is taken as compatible, so recursive types terminate;
 - MAXIMUM/MINIMUM, MAX/MIN_LENGTH, MAX/MIN_ITEMS, MAX/MIN_PROPERTIES tightened
   (..._DECREASED / ..._INCREASED, _ADDED when the writer had no bound);
+- PATTERN_ADDED / PATTERN_CHANGED (two regexes are not compared for containment, so any
+  change counts), MULTIPLE_OF_ADDED, MULTIPLE_OF_EXPANDED (the new divisor a multiple of the
+  old), MULTIPLE_OF_CHANGED (neither divides the other), UNIQUE_ITEMS_ADDED; accepted:
+  pattern / multipleOf / uniqueItems removed, MULTIPLE_OF_REDUCED (the new divisor divides
+  the old);
+- tuple arrays (`items` list + `additionalItems`, or `prefixItems` + `items`), item by
+  position: ITEM_ADDED_TO_OPEN_CONTENT_MODEL, ITEM_ADDED_ / ITEM_REMOVED_NOT_COVERED_BY_
+  PARTIALLY_OPEN_CONTENT_MODEL, ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+  ADDITIONAL_ITEMS_REMOVED / ADDITIONAL_ITEMS_NARROWED; accepted: an item added to a closed
+  model or removed from an open one, additional items opened;
 - properties, items, additionalProperties schemas compared recursively;
 - combined schemas (with Confluent's names): SUM_TYPE_NARROWED (a oneOf /
   anyOf reader with fewer branches), PRODUCT_TYPE_EXTENDED (an allOf reader with more),
@@ -32,8 +42,8 @@ difference name (incompatible ones only; the rest are accepted):
   Accepted: a sum extended, a product narrowed, duplicates, another combiner that takes
   every writer branch, a plain writer schema that a branch of a sum reader takes.
 Not checked (accepted as they are): a combined writer read by a plain schema, remote
-(non-`#`) $refs, if/then/else, pattern and format changes, multipleOf, uniqueItems, tuple
-items / additionalItems.
+(non-`#`) $refs, if/then/else, format (annotation only by default; we found no format
+difference among Confluent's), contains / minContains / maxContains, unevaluated*.
 """
 from __future__ import annotations
 
@@ -46,6 +56,7 @@ _NUMERIC = {"maximum": ("MAXIMUM", -1), "exclusiveMaximum": ("EXCLUSIVE_MAXIMUM"
             "minimum": ("MINIMUM", 1), "exclusiveMinimum": ("EXCLUSIVE_MINIMUM", 1),
             "minLength": ("MIN_LENGTH", 1), "minItems": ("MIN_ITEMS", 1),
             "minProperties": ("MIN_PROPERTIES", 1)}
+_NOT_COVERED = "NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
 _ALL_TYPES = {"null", "boolean", "object", "array", "number", "integer", "string"}
 
 
@@ -168,13 +179,93 @@ def _walk_node(reader, writer, path: str, out: list, ctx: _Ctx) -> None:
         elif (r - w) * direction > 0:
             out.append(Difference(f"{name}_{'INCREASED' if direction > 0 else 'DECREASED'}",
                                   f"{path}/{key}"))
+    _string_number(reader, writer, path, out)
     if "object" in wt:
         _objects(reader, writer, path, out, ctx)
         _dependencies(reader, writer, path, out, ctx)
-    if "array" in wt and "items" in reader and isinstance(reader["items"], (dict, bool)):
+    if "array" in wt and (_tuple(reader)[0] is not None or _tuple(writer)[0] is not None):
+        _tuples(reader, writer, path, out, ctx)
+    elif "array" in wt and "items" in reader and isinstance(reader["items"], (dict, bool)):
         w_items = writer.get("items", True)
         _walk(reader["items"], w_items if isinstance(w_items, (dict, bool)) else True,
               f"{path}/items", out, ctx)
+
+
+def _multiple(r, w) -> bool:
+    """Is every multiple of w a multiple of r (w an integer multiple of r)?"""
+    q = w / r
+    return abs(q - round(q)) < 1e-9
+
+
+def _string_number(reader, writer, path, out) -> None:
+    """pattern, multipleOf, uniqueItems: a constraint the reader adds or makes stricter."""
+    r, w = reader.get("pattern"), writer.get("pattern")
+    if isinstance(r, str):
+        if not isinstance(w, str):
+            out.append(Difference("PATTERN_ADDED", f"{path}/pattern"))
+        elif r != w:                             # regex containment is not decided
+            out.append(Difference("PATTERN_CHANGED", f"{path}/pattern"))
+    r, w = reader.get("multipleOf"), writer.get("multipleOf")
+    if _num(r) and r > 0:
+        if not (_num(w) and w > 0):
+            out.append(Difference("MULTIPLE_OF_ADDED", f"{path}/multipleOf"))
+        elif r != w and _multiple(w, r):
+            out.append(Difference("MULTIPLE_OF_EXPANDED", f"{path}/multipleOf"))
+        elif r != w and not _multiple(r, w):
+            out.append(Difference("MULTIPLE_OF_CHANGED", f"{path}/multipleOf"))
+    if reader.get("uniqueItems") is True and writer.get("uniqueItems") is not True:
+        out.append(Difference("UNIQUE_ITEMS_ADDED", f"{path}/uniqueItems"))
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _tuple(node):
+    """(positional item schemas or None, the schema for the items after them): draft 4-2019
+    `items` list + `additionalItems`, or 2020-12 `prefixItems` + `items`."""
+    if not isinstance(node, dict):
+        return None, True
+    if isinstance(node.get("prefixItems"), list):
+        return node["prefixItems"], node.get("items", True)
+    if isinstance(node.get("items"), list):
+        return node["items"], node.get("additionalItems", True)
+    return None, node.get("items", True)
+
+
+def _tuples(reader, writer, path, out, ctx) -> None:
+    """Tuple arrays, as content models of positions: item i of the writer is read by item i
+    of the reader, or by the reader's rest schema; a reader item the writer never declared
+    must take what the writer's rest schema allowed there."""
+    r_items, r_rest = _tuple(reader)
+    w_items, w_rest = _tuple(writer)
+    r_items, w_items = r_items or [], w_items or []
+    key = "prefixItems" if "prefixItems" in reader else "items"
+    for i in range(max(len(r_items), len(w_items))):
+        p = f"{path}/{key}/{i}"
+        if i < len(r_items) and i < len(w_items):
+            _walk(r_items[i], w_items[i], p, out, ctx)
+        elif i < len(r_items):                   # an item added by the reader
+            if w_rest is False or r_items[i] is True or r_items[i] == {}:
+                continue                         # the writer wrote nothing there
+            if w_rest is True or w_rest == {}:
+                out.append(Difference("ITEM_ADDED_TO_OPEN_CONTENT_MODEL", p))
+            elif not _accepts(r_items[i], w_rest, ctx):
+                out.append(Difference(f"ITEM_ADDED_{_NOT_COVERED}", p))
+        else:                                    # a writer item the reader dropped
+            if r_rest is True or r_rest == {}:
+                continue
+            if r_rest is False:
+                out.append(Difference("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", p))
+            elif not _accepts(r_rest, w_items[i], ctx):
+                out.append(Difference(f"ITEM_REMOVED_{_NOT_COVERED}", p))
+    rest = f"{path}/{'items' if key == 'prefixItems' else 'additionalItems'}"
+    if r_rest is False and w_rest is not False:
+        out.append(Difference("ADDITIONAL_ITEMS_REMOVED", rest))
+    elif isinstance(r_rest, dict) and r_rest != {} and (w_rest is True or w_rest == {}):
+        out.append(Difference("ADDITIONAL_ITEMS_NARROWED", rest))
+    elif isinstance(r_rest, dict) and isinstance(w_rest, dict):
+        _walk(r_rest, w_rest, rest, out, ctx)
 
 
 def _not(r_not, w_not, path, out, ctx) -> None:

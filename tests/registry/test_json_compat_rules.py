@@ -1,6 +1,6 @@
-"""json_compat on $ref, not, patternProperties and dependencies, one case per rule, with the
-names of Confluent's JSON Schema differences: the new schema (reader) against the old one
-(writer), as BACKWARD checks it."""
+"""json_compat on $ref, not, patternProperties, dependencies, pattern, multipleOf,
+uniqueItems and tuple items, one case per rule, with the names of Confluent's JSON Schema
+differences: the new schema (reader) against the old one (writer), as BACKWARD checks it."""
 import json
 
 import pytest
@@ -22,6 +22,16 @@ def obj(**kw):
 def ref_to(target, where="definitions"):
     return {where: {"T": target}, "type": "object",
             "properties": {"p": {"$ref": f"#/{where}/T"}}}
+
+
+def tup(items, rest=None):
+    out = {"type": "array", "items": items}
+    return out if rest is None else {**out, "additionalItems": rest}
+
+
+def ptup(items, rest=None):
+    out = {"type": "array", "prefixItems": items}
+    return out if rest is None else {**out, "items": rest}
 
 
 TREE = {"definitions": {"node": {"type": "object", "properties": {
@@ -86,6 +96,50 @@ CASES = [
     ("dependency schema removed", obj(dependencies={"a": {"required": ["b"]}}), obj(), []),
     ("dependency schema narrowed", obj(dependencies={"a": {"properties": {"b": N}}}),
      obj(dependencies={"a": {"properties": {"b": I}}}), ["TYPE_NARROWED"]),
+    # pattern: added or changed narrows the strings read (a changed regex is not compared)
+    ("pattern added", S, {**S, "pattern": "^a"}, ["PATTERN_ADDED"]),
+    ("pattern removed", {**S, "pattern": "^a"}, S, []),
+    ("pattern changed", {**S, "pattern": "^a"}, {**S, "pattern": "^b"}, ["PATTERN_CHANGED"]),
+    ("pattern unchanged", {**S, "pattern": "^a"}, {**S, "pattern": "^a"}, []),
+    # multipleOf: the reader's divisor must divide the writer's
+    ("multipleOf added", I, {**I, "multipleOf": 2}, ["MULTIPLE_OF_ADDED"]),
+    ("multipleOf removed", {**I, "multipleOf": 2}, I, []),
+    ("multipleOf expanded", {**I, "multipleOf": 2}, {**I, "multipleOf": 4},
+     ["MULTIPLE_OF_EXPANDED"]),
+    ("multipleOf reduced", {**I, "multipleOf": 4}, {**I, "multipleOf": 2}, []),
+    ("multipleOf reduced, fractions", {**N, "multipleOf": 0.5}, {**N, "multipleOf": 0.25}, []),
+    ("multipleOf changed", {**I, "multipleOf": 6}, {**I, "multipleOf": 4},
+     ["MULTIPLE_OF_CHANGED"]),
+    # uniqueItems
+    ("uniqueItems added", {"type": "array"}, {"type": "array", "uniqueItems": True},
+     ["UNIQUE_ITEMS_ADDED"]),
+    ("uniqueItems removed", {"type": "array", "uniqueItems": True}, {"type": "array"}, []),
+    # tuple items (items list + additionalItems; prefixItems + items from 2020-12)
+    ("tuple item narrowed", tup([N]), tup([I]), ["TYPE_NARROWED"]),
+    ("item added to open content model", tup([S]), tup([S, I]),
+     ["ITEM_ADDED_TO_OPEN_CONTENT_MODEL"]),
+    ("item added to closed content model", tup([S], False), tup([S, I]), []),
+    ("item added, covered", tup([S], I), tup([S, N], I), []),
+    ("item added, not covered", tup([S], I), tup([S, S], I),
+     ["ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"]),
+    ("item removed from open content model", tup([S, I]), tup([S]), []),
+    ("item removed from closed content model", tup([S, I], False), tup([S], False),
+     ["ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"]),
+    ("item removed, covered", tup([S, I], False), tup([S], N), []),
+    ("item removed, not covered", tup([S, I], False), tup([S], S),
+     ["ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"]),
+    ("additionalItems removed", tup([S]), tup([S], False), ["ADDITIONAL_ITEMS_REMOVED"]),
+    ("additionalItems narrowed", tup([S]), tup([S], I), ["ADDITIONAL_ITEMS_NARROWED"]),
+    ("additionalItems schema narrowed", tup([S], N), tup([S], I), ["TYPE_NARROWED"]),
+    ("additionalItems extended", tup([S], False), tup([S]), []),
+    ("prefixItems item added to open content model", ptup([S]), ptup([S, I]),
+     ["ITEM_ADDED_TO_OPEN_CONTENT_MODEL"]),
+    ("prefixItems closed", ptup([S]), ptup([S], False), ["ADDITIONAL_ITEMS_REMOVED"]),
+    ("list items read as a tuple", {"type": "array", "items": N}, tup([I], N),
+     ["ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"]),
+    ("tuple read as list items", tup([I], I), {"type": "array", "items": N}, []),
+    # format is not compared (accepted either way)
+    ("format added", S, {**S, "format": "email"}, []),
 ]
 
 
@@ -104,3 +158,9 @@ def test_new_pattern_applies_to_kept_properties():
     old = obj(properties={"s_a": I}, additionalProperties=False)
     new = obj(properties={"s_a": I}, patternProperties={"^s_": S}, additionalProperties=False)
     assert kinds(old, new) == ["PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"]
+
+
+def test_difference_path_names_the_tuple_position():
+    old, new = tup([S, I], False), tup([S], False)
+    [d] = check(parse_schema("JSON", json.dumps(new)), parse_schema("JSON", json.dumps(old)))
+    assert (d.error_type, d.path) == ("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", "#/items/1")
