@@ -28,12 +28,13 @@ difference name (incompatible ones only; the rest are accepted):
   change counts), MULTIPLE_OF_ADDED, MULTIPLE_OF_EXPANDED (the new divisor a multiple of the
   old), MULTIPLE_OF_CHANGED (neither divides the other), UNIQUE_ITEMS_ADDED; accepted:
   pattern / multipleOf / uniqueItems removed, MULTIPLE_OF_REDUCED (the new divisor divides
-  the old);
+  the old; divisibility is exact, fractional divisors included);
 - tuple arrays (`items` list + `additionalItems`, or `prefixItems` + `items`), item by
   position: ITEM_ADDED_TO_OPEN_CONTENT_MODEL, ITEM_ADDED_ / ITEM_REMOVED_NOT_COVERED_BY_
   PARTIALLY_OPEN_CONTENT_MODEL, ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL,
   ADDITIONAL_ITEMS_REMOVED / ADDITIONAL_ITEMS_NARROWED; accepted: an item added to a closed
-  model or removed from an open one, additional items opened;
+  model or removed from an open one, an empty-schema item added, a false item removed,
+  additional items opened;
 - properties, items, additionalProperties schemas compared recursively;
 - combined schemas (with Confluent's names): SUM_TYPE_NARROWED (a oneOf /
   anyOf reader with fewer branches), PRODUCT_TYPE_EXTENDED (an allOf reader with more),
@@ -42,8 +43,8 @@ difference name (incompatible ones only; the rest are accepted):
   Accepted: a sum extended, a product narrowed, duplicates, another combiner that takes
   every writer branch, a plain writer schema that a branch of a sum reader takes.
 Not checked (accepted as they are): a combined writer read by a plain schema, remote
-(non-`#`) $refs, if/then/else, format (annotation only by default; we found no format
-difference among Confluent's), contains / minContains / maxContains, unevaluated*.
+(non-`#`) $refs, if/then/else and format (Confluent compares neither), contains /
+minContains / maxContains, unevaluatedItems / unevaluatedProperties.
 """
 from __future__ import annotations
 
@@ -253,8 +254,8 @@ def _tuples(reader, writer, path, out, ctx) -> None:
             elif not _accepts(r_items[i], w_rest, ctx):
                 out.append(Difference(f"ITEM_ADDED_{_NOT_COVERED}", p))
         else:                                    # a writer item the reader dropped
-            if r_rest is True or r_rest == {}:
-                continue
+            if r_rest is True or r_rest == {} or w_items[i] is False:
+                continue                         # a false item: nothing written there
             if r_rest is False:
                 out.append(Difference("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", p))
             elif not _accepts(r_rest, w_items[i], ctx):
