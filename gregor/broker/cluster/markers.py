@@ -11,8 +11,8 @@ import asyncio
 import logging
 
 from ...protocol import messages
-from ...protocol.errors import ErrorCode, KafkaError
-from .broker_connection import BrokerConnection
+from ...protocol.errors import ErrorCode
+from .peer_connections import FAILURES, PeerConnections
 
 log = logging.getLogger("gregor.broker.cluster.markers")
 
@@ -24,7 +24,7 @@ class ClusterMarkers:
     def __init__(self, broker, local):
         self.broker = broker
         self.local = local                      # txn.service.LocalMarkers
-        self._conns: dict[int, tuple[BrokerConnection, asyncio.Lock, tuple]] = {}
+        self.peers = PeerConnections(broker, "gregor-txn-markers")
 
     async def write(self, producer_id, producer_epoch, commit, coordinator_epoch, partitions):
         member = self.broker.cluster
@@ -61,13 +61,10 @@ class ClusterMarkers:
             "transaction_result": bool(commit), "coordinator_epoch": coordinator_epoch,
             "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
         try:
-            conn, lock = self._connection(broker_id)
-            async with lock:
-                answer = await conn.request(WRITE_TXN_MARKERS, VERSION, body)
-        except (OSError, asyncio.TimeoutError, ConnectionError, KafkaError, LookupError) as e:
+            answer = await self.peers.request(broker_id, WRITE_TXN_MARKERS, VERSION, body)
+        except FAILURES as e:
             log.info("WriteTxnMarkers to broker %d failed (%s); the coordinator retries",
                      broker_id, e or type(e).__name__)
-            self._drop(broker_id)
             return {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
         out = {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
         for m in answer["markers"]:
@@ -75,27 +72,3 @@ class ClusterMarkers:
                 for p in t["partitions"]:
                     out[(t["name"], p["partition_index"])] = p["error_code"]
         return out
-
-    def _connection(self, broker_id: int):
-        member = self.broker.cluster
-        info = member.snapshot.brokers.get(broker_id)
-        endpoint = None if info is None else \
-            info.endpoint(self.broker.listeners.inter_broker)
-        if endpoint is None:
-            raise LookupError(f"broker {broker_id} is not registered with the inter-broker "
-                              "listener")
-        held = self._conns.get(broker_id)
-        if held is None or held[2] != endpoint:
-            if held is not None:
-                held[0].close()
-            timeout = int(self.broker.config.get("request.timeout.ms")) / 1000.0
-            conn = BrokerConnection(*endpoint, f"gregor-txn-markers-{member.broker_id}",
-                                    timeout, member.inter_broker)
-            held = (conn, asyncio.Lock(), endpoint)
-            self._conns[broker_id] = held
-        return held[0], held[1]
-
-    def _drop(self, broker_id: int) -> None:
-        held = self._conns.pop(broker_id, None)
-        if held is not None:
-            held[0].close()

@@ -16,7 +16,8 @@ import logging
 from typing import Callable
 
 from ...protocol import messages
-from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.errors import ErrorCode
+from ..cluster.peer_connections import FAILURES, PeerConnections
 from . import state_records as S
 
 log = logging.getLogger("gregor.broker.share.persister")
@@ -45,7 +46,7 @@ class ClusterPersister:
     def __init__(self, broker, coordinator):
         self.broker = broker
         self.coordinator = coordinator
-        self._conns: dict[int, tuple] = {}       # broker id -> (connection, lock, endpoint)
+        self.peers = PeerConnections(broker, "gregor-share")
 
     def _leader(self, key: tuple) -> int:
         view = self.broker.cluster.snapshot.topics.get(S.TOPIC)
@@ -97,41 +98,13 @@ class ClusterPersister:
 
     async def _request(self, broker_id: int, api, body: dict) -> dict | None:
         try:
-            conn, lock = self._connection(broker_id)
-            async with lock:
-                return await conn.request(api, 0, body)
-        except (OSError, asyncio.TimeoutError, ConnectionError, KafkaError, LookupError) as e:
+            return await self.peers.request(broker_id, api, 0, body)
+        except FAILURES as e:
             log.info("%s to broker %d failed (%s)", api.name, broker_id, e or type(e).__name__)
-            self._drop(broker_id)
             return None
 
-    def _connection(self, broker_id: int):
-        member = self.broker.cluster
-        info = member.snapshot.brokers.get(broker_id)
-        endpoint = None if info is None else \
-            info.endpoint(self.broker.listeners.inter_broker)
-        if endpoint is None:
-            raise LookupError(f"broker {broker_id} is not registered with the inter-broker "
-                              "listener")
-        held = self._conns.get(broker_id)
-        if held is None or held[2] != endpoint:
-            if held is not None:
-                held[0].close()
-            timeout = int(self.broker.config.get("request.timeout.ms")) / 1000.0
-            conn = member.broker_connection(endpoint, f"gregor-share-{member.broker_id}",
-                                            timeout)
-            held = (conn, asyncio.Lock(), endpoint)
-            self._conns[broker_id] = held
-        return held[0], held[1]
-
-    def _drop(self, broker_id: int) -> None:
-        held = self._conns.pop(broker_id, None)
-        if held is not None:
-            held[0].close()
-
     def close(self) -> None:
-        for b in list(self._conns):
-            self._drop(b)
+        self.peers.close()
 
 
 def _code(answer: dict | None) -> int:
