@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -117,6 +118,15 @@ def test_a_cut_stalls_a_tcp_connection_and_the_heal_delivers_what_was_sent():
     assert _leftovers(net.prefix) == ([], "")
 
 
+def _eventually(check, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def test_a_process_inside_a_namespace_cannot_reach_outside_and_dies_with_cleanup():
     _require_namespaces()
     with netns.Network(["a"]) as net:
@@ -124,7 +134,8 @@ def test_a_process_inside_a_namespace_cannot_reach_outside_and_dies_with_cleanup
                                 text=True).stdout
         assert "default" not in routes
         sleeper = net.popen("a", ["sleep", "600"])
-        assert sleeper.pid in netns.namespace_pids(net.namespace("a"))
+        # `ip netns exec` enters the namespace after the fork: until then the pid is outside.
+        assert _eventually(lambda: sleeper.pid in netns.namespace_pids(net.namespace("a")))
         probe = net.popen("a", ["python3", "-c",
                                 "import socket;socket.create_connection(('192.0.2.1',9),2)"],
                           stderr=subprocess.PIPE, text=True)
@@ -141,6 +152,7 @@ def test_cleanup_stale_removes_a_killed_runs_namespaces_and_processes_not_a_live
     dead = netns.Network(["a"]).start()
     try:
         sleeper = dead.popen("a", ["sleep", "600"])
+        assert _eventually(lambda: sleeper.pid in netns.namespace_pids(dead.namespace("a")))
         dead.started = False             # as if its run had been killed: nothing cleaned up
         netns._live.discard(dead)
         with open(os.path.join(netns.OWNERS, dead.prefix), "w") as f:
@@ -148,7 +160,7 @@ def test_cleanup_stale_removes_a_killed_runs_namespaces_and_processes_not_a_live
         removed = netns.cleanup_stale()
         assert set(dead.namespaces()) <= set(removed)
         assert not set(live.namespaces()) & set(removed)
-        assert sleeper.wait(10) == -9
+        assert sleeper.wait(60) == -9
         assert _leftovers(dead.prefix) == ([], "")
         assert set(live.namespaces()) <= set(netns.list_namespaces())
     finally:
