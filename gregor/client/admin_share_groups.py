@@ -88,3 +88,16 @@ def delete_share_group(admin, group: str, timeout: float = 30.0) -> None:
     code = r["results"][0]["error_code"]
     if code:
         raise error_for_code(code, f"cannot delete share group {group!r}")
+
+
+def delete_share_group_offsets(admin, group: str, topics: list[str],
+                               timeout: float = 30.0) -> None:
+    """The group forgets its state for whole topics (DeleteShareGroupOffsets); the group
+    must have no members."""
+    r = _call(admin, group, "DeleteShareGroupOffsets", 0, {"group_id": group, "topics": [
+        {"topic_name": t} for t in topics]}, timeout)
+    if r["error_code"]:
+        raise error_for_code(r["error_code"], r.get("error_message"))
+    for t in r["responses"]:
+        if t["error_code"]:
+            raise error_for_code(t["error_code"], t["topic_name"])

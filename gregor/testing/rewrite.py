@@ -286,7 +286,7 @@ def _each(request_field: str, response_field: str, key_field: str, request_key=N
 
 
 def _share_state(version: int, body: dict, code: int) -> dict:
-    # Read/WriteShareGroupState: one result per share-partition the request names
+    # the share coordinator's APIs (83-87): one result per share-partition the request names
     return {"results": [{"topic_id": t["topic_id"], "partitions": [
         {"partition": p["partition"], "error_code": code, "start_offset": -1}
         for p in t.get("partitions") or ()]} for t in body.get("topics") or ()]}
@@ -294,8 +294,11 @@ def _share_state(version: int, body: dict, code: int) -> dict:
 
 _MIRRORS = {
     10: _find_coordinator,
+    83: _share_state,
     84: _share_state,
     85: _share_state,
+    86: _share_state,
+    87: _share_state,
     49: _client_quota_entries,
     35: _describe_log_dirs,
     15: _each("groups", "groups", "group_id"),

@@ -86,3 +86,37 @@ def test_v2_round_trip():
     assert back["share_acquire_mode"] == 1 and back["is_renew_ack"] is True
     assert back["topics"][0]["partitions"][0]["acknowledgement_batches"][0][
         "acknowledge_types"] == [4]
+
+
+# The share coordinator's admin APIs (83, 86, 87): v0, the reference files' layout.
+STATE_APIS = {
+    "InitializeShareGroupState": (
+        {"group_id": "g", "topics": [{"topic_id": bytes(range(16)), "partitions": [
+            {"partition": 2, "state_epoch": 3, "start_offset": 40},
+            {"partition": 5, "state_epoch": 1, "start_offset": -1}]}]},
+        {"results": [{"topic_id": bytes(range(16)), "partitions": [
+            {"partition": 2, "error_code": 0, "error_message": None},
+            {"partition": 5, "error_code": 124, "error_message": "fenced"}]}]}),
+    "DeleteShareGroupState": (
+        {"group_id": "g", "topics": [{"topic_id": bytes(16), "partitions": [
+            {"partition": 0}, {"partition": 7}]}]},
+        {"results": [{"topic_id": bytes(16), "partitions": [
+            {"partition": 0, "error_code": 16, "error_message": None}]}]}),
+    "ReadShareGroupStateSummary": (
+        {"group_id": "g", "topics": [{"topic_id": bytes(range(16)), "partitions": [
+            {"partition": 1, "leader_epoch": -1}]}]},
+        {"results": [{"topic_id": bytes(range(16)), "partitions": [
+            {"partition": 1, "error_code": 0, "error_message": None, "state_epoch": 4,
+             "start_offset": 123}]}]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATE_APIS))
+def test_share_state_admin_apis_round_trip(name):
+    api = messages.api(name)
+    assert api.valid == (0, 0) and api.is_flexible(0)
+    request, response = STATE_APIS[name]
+    codec = api.request_codec(0)
+    assert codec.decode(codec.encode(request)) == request
+    codec = api.response_codec(0)
+    assert codec.decode(codec.encode(response)) == response

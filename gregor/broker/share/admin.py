@@ -1,10 +1,13 @@
 """Share groups in the group admin APIs: ListGroups (type "share"), DeleteGroups (an empty
-share group goes with its share-partition state), and what DescribeGroups answers for them."""
+share group goes with its share-partition state), and what DescribeGroups answers for them.
+On one node the state is the local store's; on a cluster DeleteGroups and the offset APIs
+go to the share coordinators (share/admin_cluster.py)."""
 from __future__ import annotations
 
 from typing import Callable
 
 from ...protocol.errors import ErrorCode
+from . import admin_cluster
 
 E = ErrorCode
 
@@ -39,6 +42,8 @@ def describe_classic(group_id: str) -> dict:
 
 def delete_groups(service, group_ids: list[str], respond: Callable[[dict], None]) -> None:
     """{group id: error} once the deleted groups' state tombstones are written."""
+    if service.broker.cluster is not None:
+        return admin_cluster.delete_groups(service, group_ids, respond)
     results: dict = {}
     keys = []
     for gid in group_ids:
@@ -103,6 +108,9 @@ def alter_offsets(service, broker, group_id: str, topics, topic_allowed,
                   respond: Callable[[dict], None]) -> None:
     """AlterShareGroupOffsets: each named share-partition starts again at its offset, with
     nothing in flight (only while the group has no members: NON_EMPTY_GROUP otherwise)."""
+    if service.broker.cluster is not None:
+        return admin_cluster.alter_offsets(service, broker, group_id, topics, topic_allowed,
+                                           respond)
     if _not_empty(service, group_id):
         return respond({"error_code": E.NON_EMPTY_GROUP,
                         "error_message": f"Share group {group_id} has members; stop them "
@@ -149,6 +157,8 @@ def alter_offsets(service, broker, group_id: str, topics, topic_allowed,
 def delete_offsets(service, group_id: str, topics, topic_allowed,
                    respond: Callable[[dict], None]) -> None:
     """DeleteShareGroupOffsets: the group forgets its state for whole topics."""
+    if service.broker.cluster is not None:
+        return admin_cluster.delete_offsets(service, group_id, topics, topic_allowed, respond)
     if _not_empty(service, group_id):
         return respond({"error_code": E.NON_EMPTY_GROUP,
                         "error_message": f"Share group {group_id} has members; stop them "

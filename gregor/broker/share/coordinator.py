@@ -1,14 +1,18 @@
 """The share coordinator of a cluster (KIP-932): the leader of a `__share_group_state`
 partition keeps the durable state of the share-partitions whose key (group, topic id,
-partition) hashes to it, serves ReadShareGroupState and WriteShareGroupState for them, and is
-the only broker that writes them.
+partition) hashes to it, serves ReadShareGroupState / WriteShareGroupState (the share-partition
+leaders) and InitializeShareGroupState / DeleteShareGroupState / ReadShareGroupStateSummary
+(the group coordinator's admin APIs) for them, and is the only broker that writes them.
 
 It loads its partition when it becomes the leader (replaying the compacted topic: the last
 snapshot per key) and drops it when it stops leading. A write is appended as a whole snapshot
 and answered once committed (as acks=all); only then is it what a read returns. Each key
 remembers the highest share-partition leader epoch that read or wrote it: a write or read
 from an older leader (one that lost its partition meanwhile) is FENCED_LEADER_EPOCH, so a
-deposed leader can't overwrite what its successor loaded.
+deposed leader can't overwrite what its successor loaded. Each key also has a state epoch,
+raised by an initialize (an offset reset) or a delete: a write carrying an older one is
+FENCED_STATE_EPOCH, so a leader still holding the state from before the reset can't undo it.
+After a delete the key keeps its state epoch in memory (the topic holds a tombstone).
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ class ShareCoordinator:
     def __init__(self, store):
         self.store = store                       # the CoordinatorLog of __share_group_state
         self.states: dict[tuple, dict] = {}      # key -> {state_epoch, start_offset, ...}
+        self.deleted: dict[tuple, int] = {}      # key -> state epoch of its delete
 
     def partition_of(self, key: tuple) -> int:
         return S.partition_for(*key, self.store.num_partitions)
@@ -59,6 +64,8 @@ class ShareCoordinator:
     def _drop(self, partition: int) -> None:
         for k in [k for k in self.states if self.partition_of(k) == partition]:
             del self.states[k]
+        for k in [k for k in self.deleted if self.partition_of(k) == partition]:
+            del self.deleted[k]
 
     # -- the APIs ----------------------------------------------------------------------------
 
@@ -66,8 +73,15 @@ class ShareCoordinator:
         current = self.states.get(key)
         return current is not None and leader_epoch < current.get("leader_epoch", -1)
 
+    def state_epoch(self, key: tuple) -> int:
+        """The key's current state epoch (-1: never initialised, written or deleted here)."""
+        current = self.states.get(key)
+        return current["state_epoch"] if current is not None else self.deleted.get(key, -1)
+
     def read(self, key: tuple, leader_epoch: int) -> tuple[int, dict | None]:
-        """(error code, state or None when the share-partition has none yet)."""
+        """(error code, state or None when the share-partition has none yet). A state whose
+        start offset is -1 (initialised without one, or deleted) starts where the group's
+        share.auto.offset.reset says, at its state epoch."""
         if not self.coordinates(key):
             return E.NOT_COORDINATOR, None
         if self._fenced(key, leader_epoch):
@@ -75,6 +89,9 @@ class ShareCoordinator:
         state = self.states.get(key)
         if state is not None:
             state["leader_epoch"] = leader_epoch     # its successor has read it
+        elif key in self.deleted:                    # no state, but the leader takes its epoch
+            return E.NONE, {"state_epoch": self.deleted[key], "start_offset": -1,
+                            "end_offset": -1, "batches": []}
         return E.NONE, state
 
     def write(self, key: tuple, state: dict, leader_epoch: int,
@@ -86,14 +103,75 @@ class ShareCoordinator:
         if self._fenced(key, leader_epoch):
             done(E.FENCED_LEADER_EPOCH)
             return
+        if state["state_epoch"] < self.state_epoch(key):
+            done(E.FENCED_STATE_EPOCH)
+            return
         state = {**state, "leader_epoch": leader_epoch}
-        record = (S.encode_key(*key), S.encode_value(
-            state["state_epoch"], state["start_offset"], state["end_offset"],
-            state["batches"], leader_epoch))
+        self._append(key, state, lambda: not self._fenced(key, leader_epoch) and
+                     state["state_epoch"] >= self.state_epoch(key), done)
+
+    def initialize(self, key: tuple, state_epoch: int, start_offset: int,
+                   done: Callable[[int], None]) -> None:
+        """InitializeShareGroupState: the key starts again at start_offset (-1: where its
+        group's share.auto.offset.reset says, when a leader loads it) with nothing in flight,
+        at a state epoch not older than its current one (FENCED_STATE_EPOCH otherwise). The
+        highest leader epoch seen is kept, so deposed leaders stay fenced."""
+        if not self.coordinates(key):
+            done(E.NOT_COORDINATOR)
+            return
+        if state_epoch < self.state_epoch(key):
+            done(E.FENCED_STATE_EPOCH)
+            return
+        current = self.states.get(key)
+        state = {"state_epoch": state_epoch, "start_offset": start_offset,
+                 "end_offset": start_offset, "batches": [],
+                 "leader_epoch": current.get("leader_epoch", -1) if current else -1}
+        self._append(key, state, lambda: state_epoch >= self.state_epoch(key), done)
+
+    def delete(self, key: tuple, done: Callable[[int], None]) -> None:
+        """DeleteShareGroupState: a tombstone for the key once committed. Its state epoch
+        is kept (one higher) so a leader still holding the old state is fenced."""
+        if not self.coordinates(key):
+            done(E.NOT_COORDINATOR)
+            return
+        epoch = self.state_epoch(key) + 1
 
         def committed(code: int, _last: int) -> None:
-            if not code and self.coordinates(key) and not self._fenced(key, leader_epoch):
+            if not code and self.coordinates(key):
+                self.states.pop(key, None)
+                self.deleted[key] = max(epoch, self.deleted.get(key, -1))
+            done(code)
+        try:
+            self.store.append_then(self.partition_of(key), [(S.encode_key(*key), None)],
+                                   committed)
+        except Exception as e:
+            done(getattr(e, "code", E.UNKNOWN_SERVER_ERROR))
+
+    def summary(self, key: tuple, leader_epoch: int = -1) -> tuple[int, int, int]:
+        """ReadShareGroupStateSummary: (error code, state epoch, start offset; -1 when the
+        key has no state). Read only: the leader epoch is checked, never raised (-1 from the
+        group coordinator, which is no share-partition leader)."""
+        if not self.coordinates(key):
+            return E.NOT_COORDINATOR, -1, -1
+        if leader_epoch >= 0 and self._fenced(key, leader_epoch):
+            return E.FENCED_LEADER_EPOCH, -1, -1
+        state = self.states.get(key)
+        if state is None:
+            return E.NONE, self.state_epoch(key), -1
+        return E.NONE, state["state_epoch"], state["start_offset"]
+
+    def _append(self, key: tuple, state: dict, still_newest: Callable[[], bool],
+                done: Callable[[int], None]) -> None:
+        """Append the snapshot; it is what reads return once committed, if nothing newer
+        was committed meanwhile."""
+        record = (S.encode_key(*key), S.encode_value(
+            state["state_epoch"], state["start_offset"], state["end_offset"],
+            state["batches"], state["leader_epoch"]))
+
+        def committed(code: int, _last: int) -> None:
+            if not code and self.coordinates(key) and still_newest():
                 self.states[key] = state
+                self.deleted.pop(key, None)
             done(code)
         try:
             self.store.append_then(self.partition_of(key), [record], committed)

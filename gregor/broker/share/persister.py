@@ -32,9 +32,12 @@ def to_batches(runs) -> list[dict]:
 
 
 def from_answer(p: dict) -> dict | None:
-    """A ReadShareGroupState partition result as a state (None: not initialised)."""
+    """A ReadShareGroupState partition result as a state (None: not initialised; start -1
+    with a state epoch: reset or deleted, to start where share.auto.offset.reset says)."""
     if p["start_offset"] < 0:
-        return None
+        return None if p["state_epoch"] <= 0 else {
+            "state_epoch": p["state_epoch"], "start_offset": -1, "end_offset": -1,
+            "batches": []}
     batches = [(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
                for b in p["state_batches"]]
     end = max([b[1] + 1 for b in batches], default=p["start_offset"])

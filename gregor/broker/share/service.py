@@ -33,6 +33,7 @@ log = logging.getLogger("gregor.broker.share")
 # What one look at the log reads at a time: bounded memory per ShareFetch, and small enough
 # that finding 500 records' batch headers does not read megabytes past them.
 READ_CHUNK_BYTES = 128 << 10
+FENCED_STATE_EPOCH = 124
 
 
 class ShareService:
@@ -111,11 +112,12 @@ class ShareService:
         limit = self.delivery_count_limit()
         locks = int(self.broker.config.get("group.share.partition.max.record.locks"))
         saved = self._saved.pop(key, None)
-        if saved is not None:
+        if saved is not None and saved["start_offset"] >= 0:
             sp = SharePartition.restore(saved["start_offset"], saved["end_offset"],
                                         saved["batches"], saved["state_epoch"], limit, locks)
-        else:
+        else:           # new, or initialised / deleted without a start: at its state epoch
             sp = SharePartition(self._initial_offset(group_id, p), limit, locks)
+            sp.state_epoch = saved["state_epoch"] if saved is not None else 0
         sp.leader_epoch = p.leader_epoch
         sp.skip_to(p.log.log_start_offset)
         self.partitions[key] = sp
@@ -310,7 +312,8 @@ class ShareService:
                 if done is not None:
                     done(getattr(e, "code", -1))
                 return
-            self.persister.write(key, state, getattr(sp, "leader_epoch", -1), done)
+            self.persister.write(key, state, getattr(sp, "leader_epoch", -1),
+                                 lambda code: self._written(key, sp, code, done))
             return
         record = (S.encode_key(group_id, topic_id, partition),
                   S.encode_value(sp.state_epoch, sp.start_offset, sp.end_offset, sp.runs()))
@@ -324,6 +327,15 @@ class ShareService:
             log.warning("writing share state of %s to %s failed: %s", key, S.TOPIC, e)
             if done is not None:
                 done(code)
+
+    def _written(self, key: tuple, sp: SharePartition, code: int, done) -> None:
+        """Cluster mode: a state epoch fenced at the coordinator means the state was reset or
+        deleted (AlterShareGroupOffsets, DeleteShareGroupOffsets): this copy is dropped and
+        read again on the next request naming it."""
+        if code == FENCED_STATE_EPOCH and self.partitions.get(key) is sp:
+            del self.partitions[key]
+        if done is not None:
+            done(code)
 
     def delete_state(self, key: tuple, done: Callable[[int], None] | None = None) -> None:
         self.partitions.pop(key, None)

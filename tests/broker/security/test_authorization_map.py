@@ -198,6 +198,21 @@ CASES = {
              "state_batches": []}]}]},
         E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.CLUSTER_ACTION)],
         topic=False),
+    "InitializeShareGroupState": Case("InitializeShareGroupState", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_id": bytes(16), "partitions": [
+            {"partition": 0, "state_epoch": 1, "start_offset": 0}]}]},
+        E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.CLUSTER_ACTION)],
+        topic=False),
+    "DeleteShareGroupState": Case("DeleteShareGroupState", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_id": bytes(16), "partitions": [
+            {"partition": 0}]}]},
+        E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.CLUSTER_ACTION)],
+        topic=False),
+    "ReadShareGroupStateSummary": Case("ReadShareGroupStateSummary", 0, lambda t: {
+        "group_id": GROUP, "topics": [{"topic_id": bytes(16), "partitions": [
+            {"partition": 0, "leader_epoch": -1}]}]},
+        E.CLUSTER_AUTHORIZATION_FAILED, [(C, "kafka-cluster", Op.CLUSTER_ACTION)],
+        topic=False),
     "TxnOffsetCommit": Case("TxnOffsetCommit", 3, lambda t: {
         "transactional_id": TXN, "group_id": GROUP, "producer_id": 7, "producer_epoch": 0,
         "generation_id": -1, "member_id": "", "topics": _parts(t)},

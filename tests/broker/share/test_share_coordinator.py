@@ -99,3 +99,103 @@ def test_wire_batches_round_trip():
     assert from_answer(answer) == {"state_epoch": 2, "start_offset": 4, "end_offset": 10,
                                    "batches": runs}
     assert from_answer({"state_epoch": 0, "start_offset": -1, "state_batches": []}) is None
+
+
+# -- the group coordinator's APIs: InitializeShareGroupState, DeleteShareGroupState,
+#    ReadShareGroupStateSummary, and the state epoch they raise -----------------------------
+
+def _led(key=("g", TID, 0)):
+    store = FakeStore()
+    c = ShareCoordinator(store)
+    c.became_leader(c.partition_of(key), 0)
+    return store, c, key
+
+
+def test_summary_answers_not_coordinator_and_minus_one_without_state():
+    store = FakeStore()
+    c = ShareCoordinator(store)
+    key = ("g", TID, 0)
+    assert c.summary(key) == (E.NOT_COORDINATOR, -1, -1)
+    c.became_leader(c.partition_of(key), 0)
+    assert c.summary(key) == (E.NONE, -1, -1)
+
+
+def test_initialize_sets_the_start_and_fences_older_state_epochs():
+    store, c, key = _led()
+    codes = []
+    c.write(key, {**state(5, [(5, 6, 2, 1)]), "state_epoch": 0}, 3, codes.append)
+    store.commit_all()
+    assert c.summary(key) == (E.NONE, 0, 5)
+    c.initialize(key, 1, 20, codes.append)
+    assert c.summary(key) == (E.NONE, 0, 5)          # not committed yet
+    store.commit_all()
+    assert codes == [E.NONE, E.NONE]
+    assert c.summary(key) == (E.NONE, 1, 20)
+    code, got = c.read(key, 3)
+    assert code == E.NONE and got["start_offset"] == 20 and got["batches"] == []
+    # the leader still holding epoch 0 writes: fenced by the state epoch
+    c.write(key, {**state(7), "state_epoch": 0}, 3, codes.append)
+    assert codes[-1] == E.FENCED_STATE_EPOCH
+    c.initialize(key, 0, 1, codes.append)
+    assert codes[-1] == E.FENCED_STATE_EPOCH
+    # the leader epoch seen before the initialize still fences deposed leaders
+    c.write(key, {**state(30), "state_epoch": 1}, 2, codes.append)
+    assert codes[-1] == E.FENCED_LEADER_EPOCH
+    c.write(key, {**state(30), "state_epoch": 1}, 3, codes.append)
+    store.commit_all()
+    assert codes[-1] == E.NONE and c.summary(key) == (E.NONE, 1, 30)
+
+
+def test_summary_is_read_only_and_checks_leader_epochs_only_when_given():
+    store, c, key = _led()
+    c.write(key, state(5), 4, lambda code: None)
+    store.commit_all()
+    assert c.summary(key, -1) == (E.NONE, 0, 5)
+    assert c.summary(key, 2) == (E.FENCED_LEADER_EPOCH, -1, -1)
+    assert c.summary(key, 9)[0] == E.NONE
+    assert c.read(key, 5)[0] == E.NONE               # the summary did not raise it to 9
+
+
+def test_initialize_without_a_start_offset_keeps_the_epoch_for_the_leader():
+    store, c, key = _led()
+    codes = []
+    c.initialize(key, 2, -1, codes.append)
+    store.commit_all()
+    code, got = c.read(key, 0)
+    assert codes == [E.NONE] and code == E.NONE
+    assert got["state_epoch"] == 2 and got["start_offset"] == -1
+
+
+def test_delete_writes_a_tombstone_and_keeps_fencing_the_old_state():
+    store, c, key = _led()
+    codes = []
+    c.write(key, {**state(5), "state_epoch": 3}, 1, codes.append)
+    store.commit_all()
+    c.delete(key, codes.append)
+    assert c.summary(key) == (E.NONE, 3, 5)          # until committed
+    store.commit_all()
+    assert codes == [E.NONE, E.NONE]
+    assert store.logs[c.partition_of(key)][-1] == (S.encode_key(*key), None)
+    assert c.summary(key) == (E.NONE, 4, -1)
+    code, got = c.read(key, 1)                        # the leader starts over at epoch 4
+    assert code == E.NONE and got["state_epoch"] == 4 and got["start_offset"] == -1
+    c.write(key, {**state(9), "state_epoch": 3}, 1, codes.append)
+    assert codes[-1] == E.FENCED_STATE_EPOCH
+    c.write(key, {**state(9), "state_epoch": 4}, 1, codes.append)
+    store.commit_all()
+    assert codes[-1] == E.NONE and c.summary(key) == (E.NONE, 4, 9)
+    other = ("h", TID, 0)
+    c.became_leader(c.partition_of(other), 1)
+    c.delete(other, codes.append)                     # a key without state: fine
+    store.commit_all()
+    assert codes[-1] == E.NONE
+    elsewhere = next(k for k in (("x", TID, n) for n in range(50)) if not c.coordinates(k))
+    c.delete(elsewhere, codes.append)
+    c.initialize(elsewhere, 1, 0, codes.append)
+    assert codes[-2:] == [E.NOT_COORDINATOR, E.NOT_COORDINATOR]
+
+
+def test_a_deleted_state_read_back_by_the_leader_over_the_wire():
+    answer = {"state_epoch": 4, "start_offset": -1, "state_batches": []}
+    assert from_answer(answer) == {"state_epoch": 4, "start_offset": -1, "end_offset": -1,
+                                   "batches": []}
