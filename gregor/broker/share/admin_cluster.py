@@ -189,12 +189,14 @@ def _outside_log(broker, topic: str, p: int, offset: int) -> str | None:
 # -- DeleteShareGroupOffsets / DeleteGroups --------------------------------------------------
 
 async def _delete_with_state(service, keys) -> tuple[dict, set]:
-    """Delete the keys that have state: ({key: error code}, the keys that had state)."""
+    """Delete the keys that have state: ({key: error code} of the failures, the keys that
+    had state)."""
     got = await _summary(service, keys)
     codes = {k: c for k, (c, _e, _s) in got.items() if c}
     had = {k for k, (c, _e, s) in got.items() if not c and s >= 0}
     if had:
-        codes.update(await state_admin.delete(service.persister, had))
+        deleted = await state_admin.delete(service.persister, had)
+        codes.update({k: c for k, c in deleted.items() if c})
     for k in had:
         _forget_local(service, k)
     return codes, had
