@@ -28,6 +28,15 @@ def handle(broker, ctx, request):
     service = share_service(broker)
     if service is None:
         return _error(E.COORDINATOR_NOT_AVAILABLE)
+    coord = broker.group_coordinator
+    if coord is None:
+        return _error(E.COORDINATOR_NOT_AVAILABLE)
+    if group_id:
+        # the group's members live on its coordinator, as for every group (a member told
+        # NOT_COORDINATOR looks the coordinator up again)
+        code = coord.group_status(group_id)
+        if code:
+            return _error(code)
     kind = other_group_type(broker, group_id)
     if kind is not None:
         return _error(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group (it is a "

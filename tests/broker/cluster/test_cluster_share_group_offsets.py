@@ -22,6 +22,7 @@ from gregor.cli.share_groups import command as share_groups_cli
 from gregor.client.admin import AdminClient
 from gregor.client import admin_share_groups as A
 from gregor.protocol.errors import ErrorCode as E, KafkaError
+from gregor.testing.wire import WireClient
 from tests.broker.cluster.test_cluster_share_groups import (
     WAIT_S, produce, producer, share_consumer, start_state_topic)
 from tests.broker.cluster.test_replication import create_topic, new_cluster, state
@@ -97,6 +98,13 @@ def test_offsets_admin_through_the_share_coordinator(zookeeper_server, tmp_path)
                                for k in range(3)), WAIT_S, what="__consumer_offsets leaders")
         group, gc, sc, leader = pick_group(c, "jobs")
         print(f"group {group}: group coordinator {gc}, share coordinator {sc}, leader {leader}")
+        # members join on the group's coordinator only: another broker says NOT_COORDINATOR
+        other = next(b for b in c.brokers if b.broker_id != gc)
+        with WireClient(other.port) as w:
+            hb = w.request("ShareGroupHeartbeat", 1, {
+                "group_id": group, "member_id": uuid.uuid4().hex[:22], "member_epoch": 0,
+                "rack_id": None, "subscribed_topic_names": ["jobs"]})
+        assert hb["error_code"] == E.NOT_COORDINATOR, hb
         prod = producer(c.bootstrap)
         produce(prod, "jobs", [b"r%d" % i for i in range(10)])
         admin = AdminClient({"bootstrap.servers": c.bootstrap})
