@@ -116,7 +116,7 @@ class CoordinatorLog:
                     done: Callable[[int, int], None], *, producer_id: int = -1,
                     producer_epoch: int = -1, base_sequence: int = -1,
                     transactional: bool = False, origin: str = "client",
-                    leader_epoch: int | None = None):
+                    leader_epoch: int | None = None, durable: bool = True):
         """append() without a coroutine: append now, then call done(error_code, last_offset)
         once the batch is committed (error_code REQUEST_TIMED_OUT when it is not within the
         commit timeout). Raises a KafkaError, without calling done, when the append itself
@@ -125,7 +125,12 @@ class CoordinatorLog:
 
         In a cluster the write is refused (NotLeaderOrFollowerError, nothing appended) unless
         this broker leads the partition at the epoch its coordinator loaded it at, and at
-        leader_epoch when given (the epoch the writer's state was loaded at)."""
+        leader_epoch when given (the epoch the writer's state was loaded at).
+
+        durable=False: done is called once the batch is committed as acks=all is, less the
+        local fsync (gregor.fsync.acks.all): it is in the log (the page cache), so it survives
+        kill -9, and the deferred fsync round of acks=1 data makes it durable shortly after.
+        For state whose loss is a redelivery, not a loss of data (share-group state)."""
         p = self.broker.replica_manager.get(self.topic, partition)
         if p is None:
             raise NotLeaderOrFollowerError(f"{self.topic}-{partition} is not hosted here")
@@ -134,10 +139,11 @@ class CoordinatorLog:
         data = encode_batch([(now, k, v, []) for k, v in records], producer_id=producer_id,
                             producer_epoch=producer_epoch, base_sequence=base_sequence,
                             transactional=transactional)
-        info = p.append_records_to_leader(bytearray(data), -1, now, origin=origin)
+        info = p.append_records_to_leader(bytearray(data), -1, now, origin=origin,
+                                          durable=durable)
         last = info.last_offset
         op = _DelayedCommit(self.commit_timeout_ms, p, last + 1,
-                            lambda code: done(code, last))
+                            lambda code: done(code, last), durable=durable)
         self.broker.replica_manager.produce_purgatory.try_complete_else_watch(op, [p.key])
         return p
 
@@ -178,15 +184,17 @@ def _commit_error(partition, code: int, end_offset: int, timeout_ms: int) -> Exc
 class _DelayedCommit(DelayedOperation):
     """Waits until the partition commits end_offset, then calls done(error_code)."""
 
-    def __init__(self, timeout_ms, partition, end_offset, done):
+    def __init__(self, timeout_ms, partition, end_offset, done, durable: bool = True):
         super().__init__(timeout_ms)
+        self.durable = durable
         self.partition = partition
         self.end_offset = end_offset
         self.done = done
         self.code = ErrorCode.NONE
 
     def try_complete(self) -> bool:
-        done, code = self.partition.check_enough_replicas_reach_offset(self.end_offset)
+        done, code = self.partition.check_enough_replicas_reach_offset(self.end_offset,
+                                                                       self.durable)
         if not done:
             return False
         self.code = code

@@ -91,11 +91,13 @@ class Partition:
     # -- produce ---------------------------------------------------------------------------
 
     def append_records_to_leader(self, data: bytes, required_acks: int, now_ms: int,
-                                 origin: str = "client"):
+                                 origin: str = "client", durable: bool = True):
         """Append validated v2 batches; returns the log's AppendInfo. Raises
         NotEnoughReplicasError (nothing appended) when acks=all cannot be satisfied, and the
         log's own errors (sequence checks, storage errors), and NotLeaderOrFollowerError
-        (nothing appended) on a follower: only the fetcher appends to a follower's log."""
+        (nothing appended) on a follower: only the fetcher appends to a follower's log.
+        durable=False: an acks=all write whose writer does not wait for the fsync (share-group
+        state), so it starts no fsync round of its own; the deferred round covers it."""
         self._check_leader()
         in_sync = len(self.isr)
         if required_acks == -1 and in_sync < self.min_insync_replicas:
@@ -109,7 +111,8 @@ class Partition:
         if not info.duplicate:
             self._uncommitted.append((info.last_offset + 1, len(data)))
             if self.manager is not None:
-                self.manager.appended(self, sync=required_acks == -1 and self.fsync_counts())
+                self.manager.appended(self, sync=required_acks == -1 and durable and
+                                      self.fsync_counts())
             else:
                 self.maybe_advance_high_watermark()
         return info
@@ -282,15 +285,17 @@ class Partition:
         self.durable_offset = offset
         return True
 
-    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
-        """(done, error_code) for an acks=all produce waiting for required_offset."""
+    def check_enough_replicas_reach_offset(self, required_offset: int,
+                                           durable: bool = True) -> tuple[bool, int]:
+        """(done, error_code) for an acks=all produce waiting for required_offset; with
+        durable=False the local fsync is not waited for (the ISR's copies still are)."""
         if self.deleted:
             return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if not self.is_leader:
             # No longer the leader: the offset may now hold another leader's record (our
             # tail truncated away), so reaching it proves nothing; the producer retries.
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if self.wait_for_durable and self.fsync_counts() and \
+        if durable and self.wait_for_durable and self.fsync_counts() and \
                 self.durable_offset < required_offset:
             return False, ErrorCode.NONE
         if self.high_watermark >= required_offset:

@@ -4,8 +4,6 @@ or closes it (epoch -1, after which what the member still holds comes back); it 
 one (INVALID_SHARE_SESSION_EPOCH at epoch 0). Answered once the new state is written."""
 from __future__ import annotations
 
-import asyncio
-
 from ..security.checks import GROUP, READ, allowed
 from ..share import acks
 from ..share.fetching import NO_LEADER
@@ -57,8 +55,7 @@ def _handle(broker, ctx, request):
     else:
         service.sessions.advance(session)
 
-    async def build():
-        final = await acks.persisted(service, dirty, results)
+    def build(final: dict) -> dict:
         topics: dict = {}
         for (tid, pidx), (code, message) in sorted(final.items()):
             topics.setdefault(tid, []).append(
@@ -66,4 +63,4 @@ def _handle(broker, ctx, request):
                  "current_leader": dict(NO_LEADER)})
         return {**_top(E.NONE, None, lock_ms),
                 "responses": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()]}
-    return asyncio.ensure_future(build())
+    return acks.when_persisted(service, dirty, results, build)

@@ -54,7 +54,8 @@ def _handle(broker, ctx, request):
     service = share_service(broker)
     if service is None:
         return _top(E.COORDINATOR_NOT_AVAILABLE)
-    lock_ms = service.settings(group_id)["record_lock_duration_ms"]
+    cfg = service.settings(group_id)             # once per request: it is not cheap
+    lock_ms = cfg["record_lock_duration_ms"]
     if not group_id or not member_id or len(member_id) > 36:
         return _top(E.INVALID_REQUEST, "GroupId and MemberId (at most 36 characters) are "
                                        "required", lock_ms)
@@ -75,7 +76,7 @@ def _handle(broker, ctx, request):
     except SessionError as e:
         return _top(e.code, e.message, lock_ms)
     results, dirty = acks.apply(service, broker, ctx, group_id, member_id, request["topics"],
-                                renew)
+                                renew, cfg)
     full = epoch == INITIAL_EPOCH
     if epoch == FINAL_EPOCH:
         service.sessions.close(group_id, member_id)
@@ -95,7 +96,7 @@ def _handle(broker, ctx, request):
         if service.sessions.get(group_id, member_id) is not session:
             return {}, 1                  # replaced or closed meanwhile: answer with nothing
         return acquire(service, broker, ctx, session, group_id, member_id,
-                       request["max_records"], request["max_bytes"], strict)
+                       request["max_records"], request["max_bytes"], strict, cfg)
     entries, taken = attempt()
     if full:
         for tid, pidx in session.partitions:
@@ -111,16 +112,18 @@ def _handle(broker, ctx, request):
 
     async def later():
         got = await fut
-        return await _answer(service, dirty, results, got, lock_ms)
+        answer = _answer(service, dirty, results, got, lock_ms)
+        return (await answer) if isinstance(answer, asyncio.Future) else answer
     return asyncio.ensure_future(later())
 
 
 def _answer(service, dirty, results, entries, lock_ms):
-    async def build():
-        final = await acks.persisted(service, dirty, results)
+    """The response once the acknowledgements' writes are committed (a dict at once when
+    they already are, else a future)."""
+    def build(final: dict) -> dict:
         for (tid, pidx), (code, message) in final.items():
             e = entries.setdefault((tid, pidx), entry(pidx))
             e["acknowledge_error_code"] = code
             e["acknowledge_error_message"] = message
         return {**_top(E.NONE, None, lock_ms), "responses": as_topics(entries)}
-    return asyncio.ensure_future(build())
+    return acks.when_persisted(service, dirty, results, build)

@@ -35,12 +35,13 @@ def resolve(service, broker, ctx, topic_id: bytes, partition: int):
 
 
 def apply(service, broker, ctx, group_id: str, member_id: str, topics: list,
-          allow_renew: bool) -> tuple[dict, set]:
-    """({(topic id, partition): (code, message)}, {changed share-partition keys})."""
+          allow_renew: bool, cfg: dict | None = None) -> tuple[dict, set]:
+    """({(topic id, partition): (code, message)}, {changed share-partition keys}). cfg: the
+    group's settings when the caller has them already."""
     results: dict = {}
     dirty: set = set()
     now = service.now_ms()
-    lock_ms = service.settings(group_id)["record_lock_duration_ms"]
+    lock_ms = (cfg or service.settings(group_id))["record_lock_duration_ms"]
     for t in topics:
         tid = bytes(t["topic_id"])
         for part in t["partitions"]:
@@ -92,7 +93,23 @@ def persist_then(service, dirty: set, results: dict, then: Callable[[dict], None
         service.persist(key, service.partitions[key], lambda code, k=key: one(k, code))
 
 
-async def persisted(service, dirty: set, results: dict) -> dict:
+def when_persisted(service, dirty: set, results: dict, build: Callable[[dict], dict]):
+    """build(results) once every write is committed: the response itself when they all
+    committed at once (one node, where the append moves the high watermark), else a future
+    of it. No task and no loop round trip for a ShareFetch on the fast path."""
+    done: list = []
+    fut = None
+
+    def then(final: dict) -> None:
+        if fut is None:
+            done.append(final)
+        elif not fut.done():
+            try:
+                fut.set_result(build(final))
+            except Exception as e:                   # an encoding bug: the caller closes
+                fut.set_exception(e)
+    persist_then(service, dirty, results, then)
+    if done:
+        return build(done[0])
     fut = asyncio.get_running_loop().create_future()
-    persist_then(service, dirty, results, lambda r: fut.done() or fut.set_result(r))
-    return await fut
+    return fut

@@ -107,8 +107,9 @@ class ShareCoordinator:
             done(E.FENCED_STATE_EPOCH)
             return
         state = {**state, "leader_epoch": leader_epoch}
+        # not waiting for the fsync: see docs/share-groups.md, Durability
         self._append(key, state, lambda: not self._fenced(key, leader_epoch) and
-                     state["state_epoch"] >= self.state_epoch(key), done)
+                     state["state_epoch"] >= self.state_epoch(key), done, durable=False)
 
     def initialize(self, key: tuple, state_epoch: int, start_offset: int,
                    done: Callable[[int], None]) -> None:
@@ -161,7 +162,7 @@ class ShareCoordinator:
         return E.NONE, state["state_epoch"], state["start_offset"]
 
     def _append(self, key: tuple, state: dict, still_newest: Callable[[], bool],
-                done: Callable[[int], None]) -> None:
+                done: Callable[[int], None], durable: bool = True) -> None:
         """Append the snapshot; it is what reads return once committed, if nothing newer
         was committed meanwhile."""
         record = (S.encode_key(*key), S.encode_value(
@@ -174,6 +175,7 @@ class ShareCoordinator:
                 self.deleted.pop(key, None)
             done(code)
         try:
-            self.store.append_then(self.partition_of(key), [record], committed)
+            self.store.append_then(self.partition_of(key), [record], committed,
+                                   durable=durable)
         except Exception as e:                   # not the leader any more, storage errors
             done(getattr(e, "code", E.UNKNOWN_SERVER_ERROR))

@@ -19,10 +19,11 @@ def entry(pidx: int, code: int = 0, message=None) -> dict:
 
 
 def acquire(service, broker, ctx, session, group_id: str, member_id: str, max_records: int,
-            max_bytes: int, strict: bool) -> tuple[dict, int]:
+            max_bytes: int, strict: bool, cfg: dict | None = None) -> tuple[dict, int]:
     """({(topic id, partition): entry}, records acquired) over the session's partitions,
-    starting at a partition that moves with the epoch so none starves."""
-    cfg = service.settings(group_id)
+    starting at a partition that moves with the epoch so none starves. cfg: the group's
+    settings when the caller has them already."""
+    cfg = cfg or service.settings(group_id)
     read_committed = cfg["isolation_level"] == "read_committed"
     lock_ms = cfg["record_lock_duration_ms"]
     now = service.now_ms()

@@ -320,8 +320,10 @@ class ShareService:
         target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
         try:
             self._ensure_store()
+            # in the log before done, not fsynced: a power loss redelivers (Durability, docs)
             self.store.append_then(target, [record],
-                                   lambda code, _last: done(code) if done else None)
+                                   lambda code, _last: done(code) if done else None,
+                                   durable=False)
         except Exception as e:                      # a KafkaError, or the topic is not here
             code = getattr(e, "code", -1)
             log.warning("writing share state of %s to %s failed: %s", key, S.TOPIC, e)

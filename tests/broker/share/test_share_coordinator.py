@@ -18,6 +18,7 @@ class FakeStore:
         self.owned = {}
         self.logs = {k: [] for k in range(3)}
         self.pending = []                     # (partition, records, done) not yet committed
+        self.durable = []                     # each append's durable= (waits for an fsync)
 
     def own(self, partition, epoch):
         self.owned[partition] = (epoch, 1)
@@ -31,8 +32,9 @@ class FakeStore:
     def records(self, partition):
         return list(self.logs[partition])
 
-    def append_then(self, partition, records, done):
+    def append_then(self, partition, records, done, durable=True):
         self.pending.append((partition, records, done))
+        self.durable.append(durable)
 
     def commit_all(self, code=0):
         for partition, records, done in self.pending:
@@ -66,6 +68,7 @@ def test_a_write_is_read_back_once_committed_and_older_leaders_are_fenced():
     codes = []
     c.write(key, state(5, [(5, 6, 2, 1), (7, 7, 0, 2)]), 3, codes.append)
     assert codes == [] and c.read(key, 3) == (E.NONE, None)     # not committed yet
+    assert store.durable == [False]      # committed as acks=all is, without the local fsync
     store.commit_all()
     assert codes == [E.NONE]
     code, got = c.read(key, 4)                        # a newer leader reads it

@@ -333,3 +333,33 @@ def test_share_group_offsets_describe_alter_delete(broker):
     d = c.request("DescribeShareGroupOffsets", 0, {"groups": [{"group_id": "g", "topics": [
         {"topic_name": "t", "partitions": [0]}]}]})
     assert d["groups"][0]["topics"][0]["partitions"][0]["start_offset"] == -1
+
+
+def test_an_accept_is_answered_once_in_the_state_log_without_waiting_for_its_fsync(
+        broker, monkeypatch):
+    """Share state is written to __share_group_state before an acknowledgement is answered
+    (so kill -9 never redelivers an answered ACCEPT), but its fsync is not waited for: a
+    power loss redelivers, it loses no data (docs/share-groups.md, Durability). Produce
+    acks=all still waits for its fsync."""
+    from gregor.broker.partition import Partition
+    from gregor.broker.share import state_records as S
+    mark = Partition.mark_durable
+    monkeypatch.setattr(Partition, "mark_durable", lambda p, offset: False
+                        if p.topic == S.TOPIC else mark(p, offset))   # its fsync never ends
+    m, tid = setup(broker, records=0)
+    m.heartbeat()
+    m.fetch(tid)
+    produce(m.client, "t", [b"a", b"b", b"c"])
+    assert acquired(m.fetch(tid)) == [(0, 2, 1)]
+    r = m.fetch(tid, acks=[(0, 1, [ACCEPT])])
+    assert r["error_code"] == 0 and part(r)["acknowledge_error_code"] == 0
+    r = m.acknowledge(tid, [(2, 2, [ACCEPT])])
+    assert r["error_code"] == 0 and r["responses"][0]["partitions"][0]["error_code"] == 0
+
+    def state_log(b):
+        target = S.partition_for("g", tid, 0, b.share.store.num_partitions)
+        p = b.replica_manager.get(S.TOPIC, target)
+        return p.high_watermark, p.durable_offset, [S.decode_value(v)["start_offset"]
+                                                     for _k, v in b.share.store.records(target)]
+    hw, durable, starts = broker.run_on_loop(state_log)
+    assert hw == len(starts) and durable == 0 and starts[-1] == 3    # in the log, not synced

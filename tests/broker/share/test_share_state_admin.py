@@ -15,7 +15,7 @@ TID = bytes(range(16))
 
 
 class CommittingStore(FakeStore):
-    def append_then(self, partition, records, done):
+    def append_then(self, partition, records, done, durable=True):
         self.logs[partition].extend(records)
         done(0, 0)
 
