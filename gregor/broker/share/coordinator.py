@@ -5,18 +5,20 @@ leaders) and InitializeShareGroupState / DeleteShareGroupState / ReadShareGroupS
 (the group coordinator's admin APIs) for them, and is the only broker that writes them.
 
 It loads its partition when it becomes the leader (replaying the compacted topic: the last
-snapshot per key) and drops it when it stops leading. A write is appended as a whole snapshot
-and answered once committed (as acks=all); only then is it what a read returns. Each key
-remembers the highest share-partition leader epoch that read or wrote it: a write or read
-from an older leader (one that lost its partition meanwhile) is FENCED_LEADER_EPOCH, so a
-deposed leader can't overwrite what its successor loaded. Each key also has a state epoch,
-raised by an initialize (an offset reset) or a delete: a write carrying an older one is
-FENCED_STATE_EPOCH, so a leader still holding the state from before the reset can't undo it.
-After a delete the key keeps its state epoch in memory (the topic holds a tombstone).
+ShareSnapshot per key, with any ShareUpdate after it folded in; see state_records) and drops it
+when it stops leading. A write is appended as a whole ShareSnapshot and answered once
+committed (as acks=all); only then is it what a read returns. Each key remembers the
+highest share-partition leader epoch that read or wrote it: a write or read from an older
+leader (one that lost its partition meanwhile) is FENCED_LEADER_EPOCH, so a deposed leader
+can't overwrite what its successor loaded. Each key also has a state epoch, raised by an
+initialize (an offset reset) or a delete: a write carrying an older one is FENCED_STATE_EPOCH,
+so a leader still holding the state from before the reset can't undo it. After a delete the
+key keeps its state epoch in memory (the topic holds a tombstone).
 """
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable
 
 from ...protocol.errors import ErrorCode
@@ -27,10 +29,13 @@ E = ErrorCode
 
 
 class ShareCoordinator:
-    def __init__(self, store):
+    def __init__(self, store, now_ms: Callable[[], int] | None = None):
         self.store = store                       # the CoordinatorLog of __share_group_state
+        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.states: dict[tuple, dict] = {}      # key -> {state_epoch, start_offset, ...}
         self.deleted: dict[tuple, int] = {}      # key -> state epoch of its delete
+        # key -> (snapshot epoch, state epoch, create ms) of the last snapshot appended
+        self.snapshots: dict[tuple, tuple] = {}
 
     def partition_of(self, key: tuple) -> int:
         return S.partition_for(*key, self.store.num_partitions)
@@ -43,17 +48,10 @@ class ShareCoordinator:
     def became_leader(self, partition: int, leader_epoch: int) -> None:
         self._drop(partition)
         self.store.own(partition, leader_epoch)
-        n = 0
-        for key, value in self.store.records(partition):
-            k = S.decode_key(key)
-            if k is None:
-                continue
-            v = S.decode_value(value)
-            if v is None:
-                self.states.pop(k, None)
-            else:
-                self.states[k] = v
-                n += 1
+        loaded: dict[tuple, dict] = {}
+        n = S.load(loaded, self.store.records(partition), f"{S.TOPIC}-{partition}")
+        self.states.update(loaded)
+        self.snapshots.update((k, S.snapshot_of(v)) for k, v in loaded.items())
         log.info("coordinating the share state of %s-%d (epoch %d): %d record(s) read",
                  S.TOPIC, partition, leader_epoch, n)
 
@@ -66,6 +64,8 @@ class ShareCoordinator:
             del self.states[k]
         for k in [k for k in self.deleted if self.partition_of(k) == partition]:
             del self.deleted[k]
+        for k in [k for k in self.snapshots if self.partition_of(k) == partition]:
+            del self.snapshots[k]
 
     # -- the APIs ----------------------------------------------------------------------------
 
@@ -140,6 +140,7 @@ class ShareCoordinator:
         def committed(code: int, _last: int) -> None:
             if not code and self.coordinates(key):
                 self.states.pop(key, None)
+                self.snapshots.pop(key, None)
                 self.deleted[key] = max(epoch, self.deleted.get(key, -1))
             done(code)
         try:
@@ -165,9 +166,12 @@ class ShareCoordinator:
                 done: Callable[[int], None], durable: bool = True) -> None:
         """Append the snapshot; it is what reads return once committed, if nothing newer
         was committed meanwhile."""
-        record = (S.encode_key(*key), S.encode_value(
-            state["state_epoch"], state["start_offset"], state["end_offset"],
-            state["batches"], state["leader_epoch"]))
+        now = self.now_ms()
+        epoch, created = S.next_snapshot(self.snapshots.get(key), state["state_epoch"], now)
+        self.snapshots[key] = (epoch, state["state_epoch"], created)
+        record = (S.encode_key(*key), S.encode_snapshot(
+            state["state_epoch"], state["start_offset"], state["batches"],
+            state["leader_epoch"], snapshot_epoch=epoch, create_ms=created, write_ms=now))
 
         def committed(code: int, _last: int) -> None:
             if not code and self.coordinates(key) and still_newest():

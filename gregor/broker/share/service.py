@@ -52,6 +52,8 @@ class ShareService:
         self.partitions: dict[tuple, SharePartition] = {}    # (group, topic id, p) -> state
         self._saved: dict[tuple, dict] = {}                  # loaded, not yet used
         self._lock_timers: dict[tuple, tuple] = {}           # key -> (due ms, timer)
+        # one node: key -> (snapshot epoch, state epoch, create ms) of its last snapshot
+        self._snapshots: dict[tuple, tuple] = {}
         self.store = CoordinatorLog(
             broker, S.TOPIC, int(cfg.get("share.coordinator.state.topic.num.partitions")),
             {"cleanup.policy": "compact"},
@@ -59,7 +61,7 @@ class ShareService:
         self.waiters: set = set()           # delayed ShareFetches, woken by releases
         # cluster mode: the share coordinator of the __share_group_state partitions this
         # broker leads, and the persister that reaches the coordinator of any key
-        self.coordinator = ShareCoordinator(self.store)
+        self.coordinator = ShareCoordinator(self.store, self.now_ms)
         self._persister = None
         self._loading: dict[tuple, asyncio.Future] = {}
         self.load_errors: dict[tuple, int] = {}
@@ -82,18 +84,9 @@ class ShareService:
     def load_existing(self) -> None:
         if not self.store.exists():
             return
-        n = 0
         for part in range(self.store.num_partitions):
-            for key, value in self.store.records(part):
-                k = S.decode_key(key)
-                if k is None:
-                    continue
-                v = S.decode_value(value)
-                if v is None:
-                    self._saved.pop(k, None)
-                else:
-                    self._saved[k] = v
-                n += 1
+            S.load(self._saved, self.store.records(part), f"{S.TOPIC}-{part}")
+        self._snapshots.update((k, S.snapshot_of(v)) for k, v in self._saved.items())
         log.info("loaded the state of %d share-partition(s) from %s", len(self._saved), S.TOPIC)
 
     # -- share-partitions --------------------------------------------------------------------
@@ -315,8 +308,12 @@ class ShareService:
             self.persister.write(key, state, getattr(sp, "leader_epoch", -1),
                                  lambda code: self._written(key, sp, code, done))
             return
-        record = (S.encode_key(group_id, topic_id, partition),
-                  S.encode_value(sp.state_epoch, sp.start_offset, sp.end_offset, sp.runs()))
+        now = self.now_ms()
+        epoch, created = S.next_snapshot(self._snapshots.get(key), sp.state_epoch, now)
+        self._snapshots[key] = (epoch, sp.state_epoch, created)
+        record = (S.encode_key(group_id, topic_id, partition), S.encode_snapshot(
+            sp.state_epoch, sp.start_offset, sp.runs(), getattr(sp, "leader_epoch", -1),
+            snapshot_epoch=epoch, create_ms=created, write_ms=now))
         target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
         try:
             self._ensure_store()
@@ -342,6 +339,7 @@ class ShareService:
     def delete_state(self, key: tuple, done: Callable[[int], None] | None = None) -> None:
         self.partitions.pop(key, None)
         self._saved.pop(key, None)
+        self._snapshots.pop(key, None)
         group_id, topic_id, partition = key
         target = S.partition_for(group_id, topic_id, partition, self.store.num_partitions)
         try:

@@ -84,8 +84,8 @@ def test_loading_replays_the_last_snapshot_and_stopping_forgets():
     a, b = ("g", TID, 0), ("h", TID, 1)
     for key in (a, b):
         store.logs[c.partition_of(key)] += [
-            (S.encode_key(*key), S.encode_value(0, 1, 1, [], 2)),
-            (S.encode_key(*key), S.encode_value(1, 4, 6, [(4, 5, 0, 3)], 2))]
+            (S.encode_key(*key), S.encode_snapshot(0, 1, [], 2)),
+            (S.encode_key(*key), S.encode_snapshot(1, 4, [(4, 5, 0, 3)], 2))]
     store.logs[c.partition_of(b)].append((S.encode_key(*b), None))     # b deleted
     for k in {c.partition_of(a), c.partition_of(b)}:
         c.became_leader(k, 7)
@@ -94,6 +94,36 @@ def test_loading_replays_the_last_snapshot_and_stopping_forgets():
     assert c.read(b, 2) == (E.NONE, None)
     c.stopped_leading(c.partition_of(a))
     assert c.read(a, 2) == (E.NOT_COORDINATOR, None)
+
+
+def test_loading_folds_updates_and_snapshots_go_on_from_the_loaded_epoch():
+    """A ShareUpdate after the snapshot is folded in when loading; the next snapshot written
+    carries the next snapshot epoch, the loaded create timestamp (same state epoch) and the
+    coordinator's clock as its write timestamp; an initialize starts a new create time."""
+    clock = [5000]
+    store = FakeStore()
+    c = ShareCoordinator(store, lambda: clock[0])
+    key = ("g", TID, 0)
+    store.logs[c.partition_of(key)] += [
+        (S.encode_key(*key), S.encode_snapshot(2, 4, [(4, 9, 0, 1)], 3, snapshot_epoch=6,
+                                               create_ms=1000, write_ms=1500)),
+        (S.encode_key(*key, S.UPDATE), S.encode_update(6, -1, -1, [(5, 6, 2, 1)]))]
+    c.became_leader(c.partition_of(key), 1)
+    code, got = c.read(key, 3)
+    assert code == E.NONE and got["batches"] == [(4, 4, 0, 1), (5, 6, 2, 1), (7, 9, 0, 1)]
+    codes = []
+    c.write(key, {**state(7, [(7, 9, 0, 1)]), "state_epoch": 2}, 3, codes.append)
+    store.commit_all()
+    written = S.decode_snapshot(store.logs[c.partition_of(key)][-1][1])
+    assert codes == [E.NONE] and written["leader_epoch"] == 3
+    assert (written["snapshot_epoch"], written["create_timestamp"],
+            written["write_timestamp"]) == (7, 1000, 5000)
+    clock[0] = 6000
+    c.initialize(key, 3, 20, codes.append)
+    store.commit_all()
+    written = S.decode_snapshot(store.logs[c.partition_of(key)][-1][1])
+    assert (written["snapshot_epoch"], written["state_epoch"], written["create_timestamp"],
+            written["write_timestamp"]) == (8, 3, 6000, 6000)
 
 
 def test_wire_batches_round_trip():
