@@ -48,7 +48,8 @@ NO_RESPONSE = object()
 _HTTP_PREFIXES = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN")
 _TLS_HANDSHAKE = 0x16
 _INT = struct.Struct("i")
-_FETCH = 1        # API key whose responses carry record batches, written without copying them
+_FETCH = 1        # API keys whose responses carry record batches, written without copying them
+_RECORD_RESPONSES = frozenset((_FETCH, 78))            # Fetch, ShareFetch
 # Frames at least this large reserve their declared size from the server's memory budget
 # (queued.max.request.bytes) while they arrive; smaller ones are not worth the bookkeeping.
 _LARGE_FRAME = 64 * 1024
@@ -391,7 +392,7 @@ class Connection(asyncio.BufferedProtocol):
         try:
             if isinstance(body, (bytes, bytearray)):
                 parts = [body]
-            elif handler.api.key == _FETCH:
+            elif handler.api.key in _RECORD_RESPONSES:
                 parts = encode_response_parts(handler.api, version, corr, body)
             else:
                 parts = [encode_response(handler.api, version, corr, body)]

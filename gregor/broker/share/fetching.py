@@ -50,12 +50,12 @@ def acquire(service, broker, ctx, session, group_id: str, member_id: str, max_re
         if service.needs_loading(key, p):
             continue                  # cluster: its state is not read yet; next fetch
         sp = service.share_partition(group_id, tid, pidx, p)
-        ranges = sp.acquire(member_id, max_records - taken,
-                            service.log_batches(p, read_committed, budget), now, lock_ms,
+        batches = service.log_batches(p, read_committed, budget)
+        ranges = sp.acquire(member_id, max_records - taken, batches, now, lock_ms,
                             strict=strict)
         if not ranges:
             continue
-        data = service.records_bytes(p, ranges)
+        data = service.records_bytes(p, ranges, batches.seen)
         budget -= len(data)
         taken += sum(r.last_offset - r.first_offset + 1 for r in ranges)
         e = entry(pidx)

@@ -178,8 +178,13 @@ class ShareService:
         batches below the high watermark (the LSO for read_committed), at most max_bytes of
         them (at least one). skip: a control batch, or (read_committed) a batch of an aborted
         transaction; such batches are archived, never acquired, as Kafka's share-partition
-        does with what a read_committed consumer would filter out."""
+        does with what a read_committed consumer would filter out.
+
+        batches.seen maps each batch read to where its bytes are, so that records_bytes
+        answers the acquired batches from the chunks already read instead of reading the log
+        a second time."""
         upper = p.last_stable_offset if read_committed else p.high_watermark
+        seen: dict = {}
 
         def batches(offset: int):
             budget = max(1, max_bytes)
@@ -190,9 +195,10 @@ class ShareService:
                 if not data:
                     return
                 last_seen = offset
-                for _pos, h in iter_headers(data):
+                for pos, h in iter_headers(data):
                     if h.last_offset >= upper:
                         return
+                    seen[h.base_offset] = (data, pos, h.size, h.last_offset)
                     budget -= h.size
                     last_seen = h.last_offset + 1
                     skip = h.is_control or (h.is_transactional and _in_aborted(
@@ -201,16 +207,33 @@ class ShareService:
                 if last_seen <= offset:
                     return
                 offset = last_seen
+        batches.seen = seen
         return batches
 
-    def records_bytes(self, p, ranges) -> bytes:
+    def records_bytes(self, p, ranges, seen: dict | None = None):
         """The stored batches holding the acquired ranges (whole batches, as Kafka sends
-        them; the client keeps only the acquired offsets)."""
-        out = bytearray()
+        them; the client keeps only the acquired offsets). seen: batches already read (see
+        log_batches), taken from those chunks without reading again; batches next to each
+        other in one chunk are one slice, so a fetch of fresh records is usually one
+        memoryview of what acquisition read, and the response frame sends it uncopied."""
+        pieces: list = []          # [data, start, end] slices of read chunks
+        seen = seen or {}
         seen_to = -1
         hw = p.high_watermark
+
+        def take(data, start: int, end: int) -> None:
+            last = pieces[-1] if pieces else None
+            if last is not None and last[0] is data and last[2] == start:
+                last[2] = end
+            else:
+                pieces.append([data, start, end])
+
         for r in ranges:
             offset = max(r.first_offset, seen_to)
+            while offset <= r.last_offset and offset in seen:
+                data, pos, size, last_offset = seen[offset]
+                take(data, pos, pos + size)
+                offset = seen_to = last_offset + 1
             while offset <= r.last_offset:
                 # bounded by the high watermark, not by last_offset + 1: the log leaves out
                 # the batch that holds its max_offset, and a redelivered range often ends
@@ -224,12 +247,15 @@ class ShareService:
                         break
                     if h.last_offset < offset:
                         continue
-                    out += memoryview(data)[pos:pos + h.size]
+                    take(data, pos, pos + h.size)
                     end = h.last_offset + 1
                 if end <= offset:
                     break
                 offset = seen_to = end
-        return bytes(out)
+        if len(pieces) == 1:
+            data, start, end = pieces[0]
+            return memoryview(data)[start:end]
+        return b"".join(memoryview(d)[a:b] for d, a, b in pieces)
 
     # -- locks -------------------------------------------------------------------------------
 
