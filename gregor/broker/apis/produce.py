@@ -21,6 +21,7 @@ import time
 from ...protocol.errors import (ErrorCode, InvalidTxnStateError, KafkaError,
                                UnknownTopicOrPartitionError, error_for_code)
 from ...protocol.records.header import HEADER_SIZE, parse_header
+from ..broker import INTERNAL_TOPICS
 from ..purgatory import DelayedOperation
 from ..record_validation import validate_records
 from ..security.checks import (TOPIC, TRANSACTIONAL_ID, WRITE, allowed, denied_topics,
@@ -33,6 +34,9 @@ API_KEY = 0
 # v0-v2 carry magic 0/1 message sets (up-converted on the way in); v3+ carry one v2 batch.
 # v9 is the first flexible version.
 VERSIONS = (0, 8)
+
+# The client id Kafka's own admin tools use; Produce from it may write internal topics.
+ADMIN_CLIENT_ID = "__admin_client"
 
 
 class PartitionResult:
@@ -164,6 +168,11 @@ def _append_partition(broker, ctx, r: PartitionResult, records, acks: int, versi
                 f"topic {r.topic!r} does not exist"
                 + ("" if broker.config.get("auto.create.topics.enable")
                    else " and auto.create.topics.enable is false; create it first"))
+    if r.topic in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+        # Kafka's ReplicaManager: clients never write the coordinators' topics directly (a
+        # forged offset commit, transaction or share state); only its own admin tooling may
+        raise error_for_code(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                             f"Cannot append to internal topic {r.topic}")
     v = validate_records(records, version, p.config, now_ms)
     if version >= 3:
         _check_transactional(broker, transactional_id, v.data, r)
