@@ -71,6 +71,11 @@ _INT32_MAX = (1 << 31) - 1
 # Far larger than any window gregor writes (group.share.partition.max.record.locks runs at
 # most, a few bytes each); anything bigger in the log is not ours and is skipped.
 MAX_VALUE_BYTES = 16 << 20
+# A share-partition's window never holds more than group.share.partition.max.record.locks
+# records (Kafka allows at most 10,000); restoring one costs ~14 bytes an offset, so a state
+# whose window claims more than this is not one a share-partition wrote and is skipped
+# rather than allocated.
+MAX_WINDOW = 1 << 20
 
 _KEY = [F("group_id", "string"), F("topic_id", "uuid"), F("partition", "int32")]
 _BATCHES = F("state_batches", "[]", fields=[
@@ -316,7 +321,7 @@ def load(states: dict, records: Iterable, where: str = TOPIC) -> int:
             continue
         if record_type == SNAPSHOT:
             v = decode_snapshot(value)
-            if v is None:
+            if v is None or v["end_offset"] - v["start_offset"] > MAX_WINDOW:
                 skipped += 1
                 continue
             states[k] = v
@@ -326,7 +331,11 @@ def load(states: dict, records: Iterable, where: str = TOPIC) -> int:
                 skipped += 1
                 continue
             if k in states:
-                states[k] = fold_update(states[k], u)
+                folded = fold_update(states[k], u)
+                if folded["end_offset"] - folded["start_offset"] > MAX_WINDOW:
+                    skipped += 1
+                    continue
+                states[k] = folded
         applied += 1
     if skipped:
         log.warning("skipped %d record(s) of %s that are not ShareSnapshot/ShareUpdate records "

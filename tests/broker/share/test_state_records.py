@@ -284,3 +284,20 @@ def test_the_create_timestamp_is_kept_within_a_state_epoch(state_epoch, same):
     assert epoch == 7 and created == (1000 if same else 5000)
     assert S.next_snapshot(None, 0, 5000) == (0, 5000)
     assert S.next_snapshot(((1 << 31) - 1, 0, 1000), 0, 5000)[0] == 0
+
+
+def test_a_window_larger_than_any_share_partition_keeps_is_skipped_not_allocated():
+    key = ("g", TID, 0)
+    huge = (S.encode_key(*key), S.encode_snapshot(
+        1, 0, [(0, 0, S.AVAILABLE, 1), (1 << 40, 1 << 40, S.ARCHIVED, 1)], 0))
+    states, n = _load([huge])
+    assert states == {} and n == 0
+    ok = (S.encode_key(*key), S.encode_snapshot(1, 10, [(10, 19, S.AVAILABLE, 1)], 0))
+    grow = (S.encode_key(*key, S.UPDATE), S.encode_update(
+        0, -1, -1, [(S.MAX_WINDOW + 10, S.MAX_WINDOW + 10, S.ARCHIVED, 1)]))
+    states, n = _load([ok, grow])
+    assert n == 1 and states[key]["end_offset"] == 20       # the update is skipped
+    edge = (S.encode_key(*key), S.encode_snapshot(
+        1, 0, [(S.MAX_WINDOW - 1, S.MAX_WINDOW - 1, S.ARCHIVED, 1)], 0))
+    states, n = _load([edge])
+    assert states[key]["end_offset"] == S.MAX_WINDOW           # the largest allowed window
