@@ -175,6 +175,7 @@ ROWS: tuple[Row, ...] = (
         "one classic-group consumer", "bench_share_groups.py",
         (("4 consumers at 1 ms", rf"^1\. .*: {_NUM}x$"),
          ("1 consumer, no work", rf"^2\. .*: {_NUM}x$"),
+         ("the share client's own CPU allows at most", rf"client alone allows at most .*: {_NUM}x$"),
          ("broker memory per 10,000 in flight", rf"^3\. .*: {_NUM} KiB", "KiB")),
         doc="docs/share-groups.md"),
     Row("fetch sessions (KIP-227): broker CPU per fetch, 1,000 partitions, kafka-python",
