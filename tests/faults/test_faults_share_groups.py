@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import pytest
 
@@ -158,3 +159,79 @@ def test_mutated_share_frames_then_a_member_still_works(share_broker):
     assert m.fetch(tid)["error_code"] == 0
     produce(m.client, "after", [b"x"])
     assert acquired(m.fetch(tid)) == [(0, 0, 1)]
+
+
+def _describe(b, group: str) -> dict:
+    from tests.interop.test_interop_share_groups import _wire
+    with _wire(b) as w:
+        return w.request("ShareGroupDescribe", 1, {
+            "group_ids": [group], "include_authorized_operations": False})["groups"][0]
+
+
+def _share_groups(b) -> list:
+    from tests.interop.test_interop_share_groups import _wire
+    with _wire(b) as w:
+        r = w.request("ListGroups", 5, {"states_filter": [], "types_filter": ["share"]})
+        return [(g["group_id"], g["group_state"]) for g in r["groups"]]
+
+
+def test_share_consumer_carries_on_in_its_group_after_kill_9_of_the_broker(tmp_path):
+    """The group's membership is in __consumer_offsets: after kill -9 and a restart the
+    ShareConsumer keeps its member id and epoch (no UNKNOWN_MEMBER_ID rejoin, which would
+    restart the group epoch at 1), ListGroups still lists the group, and once the consumer
+    has left, DeleteGroups deletes the empty group after another kill -9."""
+    from tests.interop.test_interop_groups import new_topic
+    from tests.interop.test_interop_share_groups import (WAIT_S, drain, produce,
+                                                         share_consumer, started)
+    b = start_target(tmp_path / "data")
+    try:
+        topic = new_topic(b, 0, partitions=1)
+        group = "share-failover"
+        c = share_consumer(b, group)
+        passing = share_consumer(b, group)
+        started(b, [c, passing], group, topic)
+        passing.close()              # joined and left: the group epoch is past 1 now
+        produce(b, topic, 20)
+        assert sorted(drain([c], 20)) == list(range(20))
+        deadline = time.monotonic() + WAIT_S
+        d = _describe(b, group)
+        while d["members"][0]["member_epoch"] != d["group_epoch"] and \
+                time.monotonic() < deadline:      # its next heartbeat takes the new epoch
+            c.poll(0.2)
+            d = _describe(b, group)
+        assert len(d["members"]) == 1
+        member, epoch, group_epoch = (d["members"][0]["member_id"],
+                                      d["members"][0]["member_epoch"], d["group_epoch"])
+        assert group_epoch >= 3 and epoch == group_epoch
+        b.kill()                                           # kill -9
+        b.start()
+        d = _describe(b, group)                            # loaded, before any heartbeat
+        assert d["error_code"] == 0 and d["group_epoch"] == group_epoch
+        assert [(m["member_id"], m["member_epoch"]) for m in d["members"]] == \
+            [(member, epoch)]
+        assert _share_groups(b) == [(group, "Stable")]
+        produce(b, topic, 20)
+        seen = drain([c], 20)
+        assert sorted(seen) == list(range(20, 40))
+        d = _describe(b, group)
+        assert d["group_epoch"] == group_epoch, "the consumer joined the group again"
+        assert [(m["member_id"], m["member_epoch"]) for m in d["members"]] == \
+            [(member, epoch)]
+        c.close()                                          # leaves: the group is empty
+        deadline = time.monotonic() + WAIT_S
+        while _describe(b, group)["members"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        b.kill()
+        b.start()
+        assert _share_groups(b) == [(group, "Empty")]
+        from tests.interop.test_interop_share_groups import _wire
+        with _wire(b) as w:
+            r = w.request("DeleteGroups", 2, {"groups_names": [group]})
+        assert r["results"][0]["error_code"] == 0
+        assert _share_groups(b) == []
+        b.kill()
+        b.start()
+        assert _share_groups(b) == []
+        assert _describe(b, group)["error_code"] == 69      # GROUP_ID_NOT_FOUND
+    finally:
+        b.stop()

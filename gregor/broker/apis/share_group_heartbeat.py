@@ -1,10 +1,12 @@
 """ShareGroupHeartbeat (76): join, heartbeat and leave a share group; the answer carries the
-member's epoch and, when it changed, its assignment (by topic id). v1 only: Kafka 4.1 removed
+member's epoch and, when it changed, its assignment (by topic id), once what it changed is
+written to `__consumer_offsets` (share/membership.py). v1 only: Kafka 4.1 removed
 v0, and librdkafka checks for exactly v1."""
 from __future__ import annotations
 
+import asyncio
+
 from ..security.checks import DESCRIBE, GROUP, READ, allowed, denied_topics
-from ..share.membership import HeartbeatError
 from ._group_common import client_host
 from ._share_common import E, other_group_type, share_service
 
@@ -41,8 +43,16 @@ def handle(broker, ctx, request):
     if kind is not None:
         return _error(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group (it is a "
                                             f"{kind} group).")
-    try:
-        body = service.membership.heartbeat(request, ctx.client_id or "", client_host(ctx))
-    except HeartbeatError as e:
-        return _error(e.code, e.message)
-    return {"throttle_time_ms": 0, **body}
+    # answered once what the heartbeat changed is written to __consumer_offsets
+    fut = asyncio.get_running_loop().create_future()
+
+    def respond(body: dict) -> None:
+        if not fut.done():
+            fut.set_result({"throttle_time_ms": 0, **body})
+
+    def failed(code: int, message: str | None) -> None:
+        if not fut.done():
+            fut.set_result(_error(code, message))
+    service.membership.heartbeat(request, ctx.client_id or "", client_host(ctx), respond,
+                                 failed)
+    return fut

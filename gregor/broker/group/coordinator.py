@@ -77,6 +77,9 @@ class GroupCoordinator(OffsetsMixin, ConsumerGroupsMixin, GroupAdminMixin):
         self.groups: dict[str, Group] = {}
         self.partitions: dict[int, str] = {}      # owned partition -> "loading" | "loaded"
         self._partition_cache: dict[str, int] = {}
+        # the share groups' membership (share/membership.py): load(partition, records by
+        # group) when a partition is loaded, unload(partition) when it is given up
+        self.share_groups = None
 
     # -- ownership ------------------------------------------------------------------------
     def partition_of(self, group_id: str) -> int:
@@ -584,6 +587,8 @@ class GroupCoordinator(OffsetsMixin, ConsumerGroupsMixin, GroupAdminMixin):
     # -- loading --------------------------------------------------------------------------
     def unload_partition(self, partition: int) -> None:
         self.partitions.pop(partition, None)
+        if self.share_groups is not None:
+            self.share_groups.unload(partition)
         for gid, g in list(self.groups.items()):
             if self.partition_of(gid) != partition:
                 continue

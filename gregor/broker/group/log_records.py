@@ -6,7 +6,8 @@ A key starts with an int16 version that names the record type: 0 and 1 are Offse
 version. We write OffsetCommitValue v3 (v1 when the commit carries an explicit expiry, as old
 OffsetCommit requests can) and GroupMetadataValue v3; every version 0-4 is read. A null value
 is a tombstone: the offset or the group was deleted. Key versions 3-8 are KIP-848 consumer
-group records (consumer_records.py); later ones (share groups...) are skipped by the loader.
+group records (consumer_records.py), 9-15 share group records (share/group_records.py); later
+ones (streams groups...) are skipped by the loader.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from ...protocol.primitives import DecodeError
 from . import consumer_records
+from ..share import group_records as share_records
 from ...protocol.schema import Codec, F
 
 _I16 = struct.Struct(">h")
@@ -132,6 +134,8 @@ def decode_key(data: bytes):
         return GroupKey(_GROUP_KEY.decode(body)["group"])
     if version in consumer_records.KEY_VERSIONS:
         return consumer_records.decode_key(version, body)
+    if version in share_records.KEY_VERSIONS:
+        return share_records.decode_key(version, body)
     if version > GROUP_KEY_VERSION:
         return None
     raise DecodeError(f"invalid offsets topic key version {version}")

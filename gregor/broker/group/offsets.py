@@ -21,6 +21,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.records.batch import CONTROL_COMMIT
 from . import consumer_records as CR
 from . import log_records as L
+from ..share import group_records as SR
 from .consumer_group import ConsumerGroup
 from .metadata import Group, GroupState, Member
 from .store_errors import COMMIT_STORE_ERRORS
@@ -321,6 +322,7 @@ class OffsetsMixin:
         pending: dict[int, dict[str, dict[TP, Committed]]] = {}
         metadata: dict[str, L.GroupValue | None] = {}
         consumer: dict[str, dict] = {}      # group -> what its consumer-group records say
+        share: dict[str, dict] = {}         # group -> what its share-group records say
         for b in batches:
             if b.is_control:
                 groups = pending.pop(b.producer_id, {})
@@ -361,6 +363,12 @@ class OffsetsMixin:
                     except Exception:
                         log.warning("skipping an unreadable consumer group record at %s-%d "
                                     "offset %d", "__consumer_offsets", partition, r.offset)
+                elif isinstance(key, SR.ShareKey):
+                    try:
+                        SR.replay(share.setdefault(key.group, {}), key, r.value)
+                    except Exception:
+                        log.warning("skipping an unreadable share group record at %s-%d "
+                                    "offset %d", "__consumer_offsets", partition, r.offset)
         now = self.clock()
         for gid in set(offsets) | set(metadata) | set(consumer) | \
                 {g for p in pending.values() for g in p}:
@@ -382,6 +390,9 @@ class OffsetsMixin:
             self.groups[gid] = g
             for m in g.members.values():
                 self._schedule_heartbeat(g, m)
+        if self.share_groups is not None:
+            # share groups' membership lives in the share service (share/membership.py)
+            self.share_groups.load(partition, share)
         self.partitions[partition] = "loaded"
 
     def _group_from_value(self, gid: str, value: L.GroupValue | None, now: int) -> Group:

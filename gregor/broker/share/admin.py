@@ -46,24 +46,39 @@ def delete_groups(service, group_ids: list[str], respond: Callable[[dict], None]
         return admin_cluster.delete_groups(service, group_ids, respond)
     results: dict = {}
     keys = []
+    members = []            # groups whose membership records' tombstones are written
     for gid in group_ids:
-        code = service.membership.delete(gid) if gid in service.membership.groups else E.NONE
-        results[gid] = code
-        if code == E.NONE:
+        results[gid] = E.NONE
+        if gid in service.membership.groups:
+            members.append(gid)
+        else:
             keys += [k for k in service.known_partitions(gid)]
-    if not keys:
+    left = [len(keys) + len(members)]
+    if not left[0]:
         respond(results)
         return
-    left = [len(keys)]
 
-    def one(key, code):
+    def one(gid, code):
         if code:
-            results[key[0]] = code
+            results[gid] = code
         left[0] -= 1
         if left[0] == 0:
             respond(results)
+
+    def deleted(gid, code):
+        if not code:
+            # then its share-partitions' state, each answered on its own
+            mine = service.known_partitions(gid)
+            left[0] += len(mine)
+            for key in mine:
+                service.delete_state(key, lambda c, g=gid: one(g, c))
+        one(gid, code)
+    for gid in members:
+        code = service.membership.delete(gid, lambda c, g=gid: deleted(g, c))
+        if code:
+            one(gid, code)
     for key in keys:
-        service.delete_state(key, lambda code, k=key: one(k, code))
+        service.delete_state(key, lambda code, k=key: one(k[0], code))
 
 
 # -- share-group offsets (kafka-share-groups.sh --describe / --reset-offsets / --delete) -------
@@ -181,6 +196,9 @@ def delete_offsets(service, group_id: str, topics, topic_allowed,
             keys += [k for k in known if k[1] == tid]
         out.append({"topic_name": name, "topic_id": tid, "error_code": code,
                     "error_message": None})
+    # the group coordinator's record of the group's share-partitions loses these topics
+    service.membership.forget_topics(group_id, [t["topic_id"] for t in out
+                                                if t["error_code"] == E.NONE])
     body = {"error_code": E.NONE, "error_message": None, "responses": out}
     pending = set(keys)
     if not keys:

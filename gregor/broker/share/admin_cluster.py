@@ -223,6 +223,8 @@ def delete_offsets(service, group_id: str, topics, topic_allowed,
                     "error_message": None})
     body = {"error_code": E.NONE, "error_message": None, "responses": out}
     known = group_id in service.membership.groups
+    service.membership.forget_topics(group_id, [t["topic_id"] for t in out
+                                                if t["error_code"] == E.NONE])
 
     async def run():
         everything = keys if known else _every_partition(service, group_id)
@@ -247,7 +249,7 @@ def delete_groups(service, group_ids: list[str], respond: Callable[[dict], None]
         for gid in group_ids:
             code = coordinator_error(service, gid)
             if not code and gid in service.membership.groups:
-                code = service.membership.delete(gid)
+                code = await _delete_membership(service, gid)
             results[gid] = code
             if code:
                 continue
@@ -257,6 +259,17 @@ def delete_groups(service, group_ids: list[str], respond: Callable[[dict], None]
         respond(results)
     _run(run(), lambda: respond({g: results.get(g, E.UNKNOWN_SERVER_ERROR)
                                  for g in group_ids}))
+
+
+async def _delete_membership(service, group_id: str) -> int:
+    """The group out of the coordinator, its membership records' tombstones written."""
+    fut = asyncio.get_running_loop().create_future()
+
+    def done(code: int) -> None:
+        if not fut.done():
+            fut.set_result(code)
+    code = service.membership.delete(group_id, done)
+    return code if code else await fut
 
 
 def _run(coro, on_error: Callable[[], None]) -> None:

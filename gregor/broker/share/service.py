@@ -45,9 +45,17 @@ class ShareService:
         self.now_ms: Callable[[], int] = (lambda: int(time.time() * 1000)) if clock is None \
             else clock.time_ms
         self.metadata = TopicMetadata(broker)
+        groups = getattr(broker, "groups", None)
+        coord = getattr(groups, "coordinator", None)
         self.membership = ShareMembership(
             self.timers, self.now_ms, self.metadata, self.settings,
-            int(cfg.get("group.share.max.size")), self._member_gone)
+            int(cfg.get("group.share.max.size")), self._member_gone,
+            store=self._write_group if coord is not None else None,
+            partition_of=coord.partition_of if coord is not None else None)
+        if coord is not None:
+            # the group coordinator loads and unloads the share groups' records with its
+            # partitions of __consumer_offsets
+            coord.share_groups = self.membership
         self.sessions = ShareSessions(int(cfg.get("group.share.max.share.sessions")))
         self.partitions: dict[tuple, SharePartition] = {}    # (group, topic id, p) -> state
         self._saved: dict[tuple, dict] = {}                  # loaded, not yet used
@@ -65,6 +73,12 @@ class ShareService:
         self._persister = None
         self._loading: dict[tuple, asyncio.Future] = {}
         self.load_errors: dict[tuple, int] = {}
+
+    def _write_group(self, group_id: str, records: list, done) -> None:
+        """A share group's membership records, to its partition of `__consumer_offsets`
+        through the group coordinator's store (the same queue as its other groups)."""
+        coord = self.broker.groups.coordinator
+        coord.store.write(coord.partition_of(group_id), records, done)
 
     @property
     def persister(self):
