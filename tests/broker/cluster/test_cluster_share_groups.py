@@ -10,7 +10,8 @@ Kafka's at-least-once semantics say:
   delivered again;
 - every record the producer had acknowledged is delivered (the ones in flight at the kill
   come back, their delivery count at least 1);
-- the consumer's membership moves with the group coordinator: it rejoins on its own.
+- the consumer's membership moves with the group coordinator: the new one has it from
+  `__consumer_offsets` and the consumer carries on (test_cluster_share_group_membership.py).
 """
 from __future__ import annotations
 
