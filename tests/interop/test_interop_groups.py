@@ -95,11 +95,23 @@ def wait_assigned(consumers, partitions: int = PARTITIONS, timeout: float = 30.0
     raise AssertionError(f"assignments never settled: {[c.assignment() for c in consumers]}")
 
 
-def rewind(consumers) -> None:
-    from confluent_kafka import TopicPartition
+def rewind(consumers, timeout: float = 120.0) -> None:
+    """Seek every assigned partition of each consumer to offset 0. librdkafka refuses a seek
+    (_STATE, "Erroneous state") on a partition assigned but not yet fetching, as right after
+    a KIP-848 assignment: then poll and seek all of that consumer's partitions again, so
+    nothing polled in between is lost from what the test counts afterwards."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+    deadline = time.monotonic() + timeout
     for c in consumers:
-        for tp in c.assignment():
-            c.seek(TopicPartition(tp.topic, tp.partition, 0))
+        while True:
+            try:
+                for tp in c.assignment():
+                    c.seek(TopicPartition(tp.topic, tp.partition, 0))
+                break
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError._STATE or time.monotonic() > deadline:
+                    raise
+                c.poll(0.05)
 
 
 def exactly_once(seen: dict, n: int) -> None:
