@@ -123,3 +123,24 @@ async def committed(broker, timeout: float = 10.0) -> None:
     while any(p.high_watermark < p.log.log_end_offset for p in rm.partitions.values()):
         assert time.monotonic() < deadline, "the group commit did not finish"
         await asyncio.sleep(0.002)
+
+
+async def wait_for_cleaner(pred, timeout: float = 120.0) -> None:
+    """Until pred() holds (generous: a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "the cleaner did not run"
+        await asyncio.sleep(0.02)
+
+
+async def compact_now(broker, p, data_dir) -> int:
+    """Roll p's active segment and run one pass of the broker's log cleaner over it; returns
+    the log's size before. (The pass is counted before its checkpoint is written, both on the
+    cleaner's thread, so both are waited for.)"""
+    p.log.roll()
+    before = p.log.size_bytes
+    broker._start_cleaner(asyncio.get_running_loop())
+    broker.cleaner.wake()
+    await wait_for_cleaner(lambda: broker.cleaner.stats.passes >= 1
+                           and (data_dir / "cleaner-offset-checkpoint").exists())
+    return before

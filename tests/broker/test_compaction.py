@@ -8,18 +8,12 @@ import pytest
 
 from gregor.protocol.records.batch import decode_batches, encode_batch
 
-from .handler_harness import call, committed, create, fetch_body, fresp, produce_body, run_broker
+from .handler_harness import (call, committed, compact_now, create, fetch_body, fresp,
+                              produce_body, run_broker, wait_for_cleaner)
 
 
 def _kv(key, value):
     return encode_batch([(int(time.time() * 1000), key, value, None)])
-
-
-async def _wait(pred, timeout=120.0):   # generous: a loaded machine
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "the cleaner did not run"
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("process", ["true", "false"])
@@ -35,7 +29,7 @@ def test_cleaner_thread_compacts_a_topic_fetch_and_list_offsets_see_gaps(tmp_pat
         b._start_cleaner(asyncio.get_running_loop())
         b.cleaner.wake()
         # the pass is counted before its checkpoint is written (both on the cleaner's thread)
-        await _wait(lambda: b.cleaner.stats.passes >= 1
+        await wait_for_cleaner(lambda: b.cleaner.stats.passes >= 1
                     and (tmp_path / "cleaner-offset-checkpoint").exists())
         assert p.log.size_bytes < before
         got, offset = [], 0
@@ -108,13 +102,7 @@ def test_consumer_offsets_are_compacted_and_the_latest_commit_survives(tmp_path)
                  if p.topic == "__consumer_offsets" and p.log.log_end_offset > 0]
         assert len(parts) == 1 and parts[0].log.config.compact
         p = parts[0]
-        p.log.roll()
-        before = p.log.size_bytes
-        b._start_cleaner(asyncio.get_running_loop())
-        b.cleaner.wake()
-        # the pass is counted before its checkpoint is written (both on the cleaner's thread)
-        await _wait(lambda: b.cleaner.stats.passes >= 1
-                    and (tmp_path / "cleaner-offset-checkpoint").exists())
+        before = await compact_now(b, p, tmp_path)
         assert p.log.size_bytes < before / 5
 
     async def fetch(b):
@@ -142,7 +130,7 @@ def test_a_corrupt_batch_marks_the_partition_uncleanable_and_the_broker_goes_on(
         os.pwrite(seg.fd, b"\x7f" * 4, 61)
         b._start_cleaner(asyncio.get_running_loop())
         b.cleaner.wake()
-        await _wait(lambda: ("bad", 0) in b.cleaner.uncleanable)
+        await wait_for_cleaner(lambda: ("bad", 0) in b.cleaner.uncleanable)
         r = await call(b, "Produce", 8, produce_body("bad", _kv(b"k", b"after")))
         assert r["responses"][0]["partition_responses"][0]["error_code"] == 0
     run_broker(tmp_path, s, **{"log.cleaner.backoff.ms": "50"})
@@ -161,13 +149,7 @@ def test_transaction_state_is_compacted_and_the_latest_state_survives(tmp_path):
                  if p.topic == "__transaction_state" and p.log.log_end_offset > 0]
         assert len(parts) == 1 and parts[0].log.config.compact
         p = parts[0]
-        p.log.roll()
-        before = p.log.size_bytes
-        b._start_cleaner(asyncio.get_running_loop())
-        b.cleaner.wake()
-        # the pass is counted before its checkpoint is written (both on the cleaner's thread)
-        await _wait(lambda: b.cleaner.stats.passes >= 1
-                    and (tmp_path / "cleaner-offset-checkpoint").exists())
+        before = await compact_now(b, p, tmp_path)
         assert p.log.size_bytes < before / 5
         return r["producer_id"], r["producer_epoch"]
 

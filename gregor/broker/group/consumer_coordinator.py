@@ -32,7 +32,7 @@ from .assignors import ASSIGNORS
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember,
                              MemberState, copy_assignment)
 from .reconciliation import FencedMember, reconcile
-from .store_errors import STORE_ERRORS
+from .member_records import write_then
 
 log = logging.getLogger("gregor.broker.group")
 E = ErrorCode
@@ -447,37 +447,12 @@ class ConsumerGroupsMixin:
 
     def _write_then(self, group: ConsumerGroup, records: list, ok: Callable[[], None],
                     failed: Callable[[int], None]) -> None:
-        """Write the records (if any), then answer; without records, answer once the group's
-        earlier writes are committed. After a failed write the coordinator kept the state it
-        had computed: the next write is a snapshot of the whole group instead."""
-        if group.lost_writes and not group.dead:
-            records = R.group_snapshot(group, group.lost_writes | R.removed_members(records))
-            group.lost_writes = set()
-        if not records:
-            if group.inflight_writes:
-                group.after_writes.append((ok, failed))
-            else:
-                ok()
-            return
-        group.inflight_writes += 1
-
-        def done(code: int, _offset: int = -1) -> None:
-            group.inflight_writes -= 1
-            if code:
-                log.warning("group %s: writing its records failed (error %d)",
-                            group.group_id, code)
-                group.write_failed = STORE_ERRORS.get(code, E.UNKNOWN_SERVER_ERROR)
-                # remembered: members removed by the lost records (and a marker entry)
-                group.lost_writes |= R.removed_members(records) | {""}
-                failed(group.write_failed)
-            else:
-                ok()
-            if not group.inflight_writes and group.after_writes:
-                waiting, group.after_writes = group.after_writes, []
-                bad, group.write_failed = group.write_failed, 0
-                for ok_, failed_ in waiting:
-                    failed_(bad) if bad else ok_()
-        self.store.write(self.partition_of(group.group_id), records, done)
+        """Write the records, then answer (member_records.write_then)."""
+        write_then(group, records, ok, failed,
+                   write=lambda recs, done: self.store.write(
+                       self.partition_of(group.group_id), recs, done),
+                   snapshot=lambda removed: R.group_snapshot(group, removed),
+                   removed=R.removed_members, gone=group.dead)
 
     # -- describe -------------------------------------------------------------------------
     def consumer_describe(self, group_id: str) -> dict:

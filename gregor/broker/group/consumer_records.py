@@ -17,13 +17,10 @@ Partitions are keyed by topic id (16 bytes), as in Kafka.
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from ...protocol.primitives import DecodeError
 from ...protocol.schema import Codec, F, NULL
-
-_I16 = struct.Struct(">h")
+from .member_records import RecordFamily
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -33,9 +30,6 @@ TARGET_MEMBER = 7
 CURRENT_MEMBER = 8
 KEY_VERSIONS = range(GROUP_METADATA, CURRENT_MEMBER + 1)
 _GROUP_ONLY = {GROUP_METADATA, PARTITION_METADATA, TARGET_METADATA}
-
-_GROUP_KEY = Codec([F("group_id", "string")], 0, False)
-_MEMBER_KEY = Codec([F("group_id", "string"), F("member_id", "string")], 0, False)
 
 _TP = [F("topic_id", "uuid"), F("partitions", "[]int32")]
 _VALUES = {
@@ -71,7 +65,6 @@ _VALUES = {
         F("partitions_pending_revocation", "[]", fields=_TP),
     ], 0, True),
 }
-VALUE_VERSION = 0
 
 
 @dataclass(frozen=True)
@@ -82,32 +75,15 @@ class ConsumerKey:
     member_id: str | None = None
 
 
-def encode_key(kind: int, group: str, member_id: str | None = None) -> bytes:
-    if kind in _GROUP_ONLY:
-        return _I16.pack(kind) + _GROUP_KEY.encode({"group_id": group})
-    return _I16.pack(kind) + _MEMBER_KEY.encode({"group_id": group, "member_id": member_id})
-
-
-def decode_key(kind: int, body) -> ConsumerKey:
-    if kind in _GROUP_ONLY:
-        return ConsumerKey(kind, _GROUP_KEY.decode(body)["group_id"])
-    k = _MEMBER_KEY.decode(body)
-    return ConsumerKey(kind, k["group_id"], k["member_id"])
-
-
-def encode_value(kind: int, value: dict) -> bytes:
-    return _I16.pack(VALUE_VERSION) + _VALUES[kind].encode(value)
-
-
-def decode_value(kind: int, data: bytes) -> dict:
-    if len(data) < 2:
-        raise DecodeError("consumer group record value shorter than its version")
-    (version,) = _I16.unpack_from(data)
-    if version != VALUE_VERSION:
-        # Flexible values only ever add tagged fields; a newer version still reads as 0.
-        if version < 0:
-            raise DecodeError(f"invalid consumer group value version {version}")
-    return _VALUES[kind].decode(memoryview(data)[2:])
+_FAMILY = RecordFamily("consumer group", _VALUES, _GROUP_ONLY, ConsumerKey,
+                       (CURRENT_MEMBER, TARGET_MEMBER, MEMBER_METADATA))
+encode_key = _FAMILY.encode_key
+decode_key = _FAMILY.decode_key
+encode_value = _FAMILY.encode_value
+decode_value = _FAMILY.decode_value
+# Kafka's order: current assignment, target assignment, then the member itself
+member_tombstones = _FAMILY.member_tombstones
+removed_members = _FAMILY.removed_members
 
 
 def tps(assignment: dict[bytes, set[int]]) -> list[dict]:
@@ -163,13 +139,6 @@ def partition_metadata_record(group_id: str, meta: dict) -> tuple:
                  "partition_metadata": []} for name, (tid, n) in sorted(meta.items())]}))
 
 
-def member_tombstones(group_id: str, member_id: str) -> list:
-    # Kafka's order: current assignment, target assignment, then the member itself.
-    return [(encode_key(CURRENT_MEMBER, group_id, member_id), None),
-            (encode_key(TARGET_MEMBER, group_id, member_id), None),
-            (encode_key(MEMBER_METADATA, group_id, member_id), None)]
-
-
 def group_tombstones(group) -> list:
     """Every record of a group (its members', then its own), deleted."""
     records = []
@@ -179,15 +148,6 @@ def group_tombstones(group) -> list:
     return records + [(encode_key(TARGET_METADATA, gid), None),
                       (encode_key(PARTITION_METADATA, gid), None),
                       (encode_key(GROUP_METADATA, gid), None)]
-
-
-def removed_members(records) -> set[str]:
-    """Member ids whose member record these records delete."""
-    out = set()
-    for key, value in records:
-        if value is None and len(key) >= 2 and int.from_bytes(key[:2], "big") == MEMBER_METADATA:
-            out.add(decode_key(MEMBER_METADATA, memoryview(key)[2:]).member_id)
-    return out
 
 
 def group_snapshot(group, removed=()) -> list:

@@ -24,13 +24,10 @@ to know at load whether the topics changed while the group was not loaded.
 from __future__ import annotations
 
 import hashlib
-import struct
 from dataclasses import dataclass
 
-from ...protocol.primitives import DecodeError
 from ...protocol.schema import Codec, F
-
-_I16 = struct.Struct(">h")
+from ..group.member_records import RecordFamily
 
 PARTITION_METADATA = 9
 MEMBER_METADATA = 10
@@ -41,9 +38,6 @@ CURRENT_MEMBER = 14
 STATE_PARTITION_METADATA = 15
 KEY_VERSIONS = range(PARTITION_METADATA, STATE_PARTITION_METADATA + 1)
 _GROUP_ONLY = {PARTITION_METADATA, GROUP_METADATA, TARGET_METADATA, STATE_PARTITION_METADATA}
-
-_GROUP_KEY = Codec([F("group_id", "string")], 0, False)
-_MEMBER_KEY = Codec([F("group_id", "string"), F("member_id", "string")], 0, False)
 
 _TP = [F("topic_id", "uuid"), F("partitions", "[]int32")]
 _TOPIC_PARTITIONS_INFO = [F("topic_id", "uuid"), F("topic_name", "string"),
@@ -70,7 +64,6 @@ _VALUES = {
         F("deleting_topics", "[]", fields=[F("topic_id", "uuid"), F("topic_name", "string")]),
     ], 0, True),
 }
-VALUE_VERSION = 0
 STABLE = 0           # Kafka's MemberState.STABLE: a share member has no other state
 
 
@@ -82,34 +75,16 @@ class ShareKey:
     member_id: str | None = None
 
 
-def encode_key(kind: int, group: str, member_id: str | None = None) -> bytes:
-    if kind in _GROUP_ONLY:
-        return _I16.pack(kind) + _GROUP_KEY.encode({"group_id": group})
-    return _I16.pack(kind) + _MEMBER_KEY.encode({"group_id": group, "member_id": member_id})
-
-
-def decode_key(kind: int, body) -> ShareKey:
-    if kind in _GROUP_ONLY:
-        return ShareKey(kind, _GROUP_KEY.decode(body)["group_id"])
-    k = _MEMBER_KEY.decode(body)
-    return ShareKey(kind, k["group_id"], k["member_id"])
-
-
-def encode_value(kind: int, value: dict) -> bytes:
-    return _I16.pack(VALUE_VERSION) + _VALUES[kind].encode(value)
-
-
-def decode_value(kind: int, data: bytes) -> dict | None:
-    """The value's fields; None for a record type gregor reads and ignores."""
-    if len(data) < 2:
-        raise DecodeError("share group record value shorter than its version")
-    (version,) = _I16.unpack_from(data)
-    if version < 0:
-        raise DecodeError(f"invalid share group value version {version}")
-    if kind not in _VALUES:
-        return None
-    # flexible values only ever add tagged fields: a newer version still reads as 0
-    return _VALUES[kind].decode(memoryview(data)[2:])
+# the type 9 record (PARTITION_METADATA) has no value codec: read and ignored
+_FAMILY = RecordFamily("share group", _VALUES, _GROUP_ONLY, ShareKey,
+                       (CURRENT_MEMBER, TARGET_MEMBER, MEMBER_METADATA))
+encode_key = _FAMILY.encode_key
+decode_key = _FAMILY.decode_key
+encode_value = _FAMILY.encode_value
+decode_value = _FAMILY.decode_value
+# Kafka's order: current assignment, target assignment, then the member itself
+member_tombstones = _FAMILY.member_tombstones
+removed_members = _FAMILY.removed_members
 
 
 def tps(assignment: dict) -> list[dict]:
@@ -177,13 +152,6 @@ def state_partitions_record(group_id: str, initialized: dict, deleting: dict | N
                     for t, (name, ps, created) in sorted(initialized.items())],
                 "deleting_topics": [{"topic_id": t, "topic_name": name}
                                     for t, name in sorted((deleting or {}).items())]}))
-
-
-def member_tombstones(group_id: str, member_id: str) -> list:
-    # Kafka's order: current assignment, target assignment, then the member itself
-    return [(encode_key(CURRENT_MEMBER, group_id, member_id), None),
-            (encode_key(TARGET_MEMBER, group_id, member_id), None),
-            (encode_key(MEMBER_METADATA, group_id, member_id), None)]
 
 
 def group_tombstones(group_id: str, member_ids) -> list:

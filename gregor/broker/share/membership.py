@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...protocol.errors import ErrorCode
-from ..group.store_errors import STORE_ERRORS
+from ..group.member_records import write_then
 from . import group_records as R
 
 log = logging.getLogger("gregor.broker.share")
@@ -344,39 +344,14 @@ class ShareMembership:
 
     def _write_then(self, group: ShareGroup, records: list, ok: Callable[[], None],
                     failed: Callable[[int], None]) -> None:
-        """Write the records (if any), then answer; without records, answer once the group's
-        earlier writes are committed. After a failed write the next write is a snapshot of the
-        whole group (the state the coordinator goes on with)."""
+        """Write the records, then answer (group/member_records.write_then)."""
         if self.store is None:
             ok()
             return
-        if group.lost_writes and not group.deleted:
-            records = self._snapshot(group, group.lost_writes | _removed(records))
-            group.lost_writes = set()
-        if not records:
-            if group.inflight_writes:
-                group.after_writes.append((ok, failed))
-            else:
-                ok()
-            return
-        group.inflight_writes += 1
-
-        def done(code: int, _offset: int = -1) -> None:
-            group.inflight_writes -= 1
-            if code:
-                log.warning("share group %s: writing its records failed (error %d)",
-                            group.group_id, code)
-                group.write_failed = STORE_ERRORS.get(code, E.UNKNOWN_SERVER_ERROR)
-                group.lost_writes |= _removed(records) | {""}
-                failed(group.write_failed)
-            else:
-                ok()
-            if not group.inflight_writes and group.after_writes:
-                waiting, group.after_writes = group.after_writes, []
-                bad, group.write_failed = group.write_failed, 0
-                for ok_, failed_ in waiting:
-                    failed_(bad) if bad else ok_()
-        self.store(group.group_id, records, done)
+        write_then(group, records, ok, failed,
+                   write=lambda recs, done: self.store(group.group_id, recs, done),
+                   snapshot=lambda removed: self._snapshot(group, removed),
+                   removed=R.removed_members, gone=group.deleted)
 
     def _snapshot(self, group: ShareGroup, removed) -> list:
         gid = group.group_id
@@ -446,12 +421,3 @@ class ShareMembership:
             for m in g.members.values():
                 if m.timer is not None:
                     m.timer.cancel()
-
-
-def _removed(records) -> set[str]:
-    """Member ids whose member record these records delete."""
-    out = set()
-    for key, value in records:
-        if value is None and int.from_bytes(key[:2], "big") == R.MEMBER_METADATA:
-            out.add(R.decode_key(R.MEMBER_METADATA, memoryview(key)[2:]).member_id)
-    return out

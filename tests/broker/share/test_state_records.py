@@ -9,7 +9,6 @@ import json
 import logging
 import random
 import struct
-import time
 import tracemalloc
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from gregor.broker.share import state_records as S
 from gregor.broker.share.partition_state import SharePartition
 
-from ..handler_harness import run_broker
+from ..handler_harness import compact_now, run_broker
 
 TID = bytes(range(1, 17))
 
@@ -218,13 +217,6 @@ def test_lengths_a_record_claims_are_never_allocated():
 
 # -- compaction and a restart ------------------------------------------------------------------
 
-async def _wait(pred, timeout=120.0):   # generous: a loaded machine
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "the cleaner did not run"
-        await asyncio.sleep(0.02)
-
-
 def test_the_last_snapshot_survives_compaction_and_a_restart(tmp_path):
     """Snapshots written through the share service, a deleted key's tombstone and a record of
     gregor's earlier layout, compacted: after a restart the last snapshot per key is the
@@ -249,12 +241,7 @@ def test_the_last_snapshot_survives_compaction_and_a_restart(tmp_path):
         await share.store.append(0, [_old_layout(a, 1)])
         p = brk.replica_manager.get(S.TOPIC, 0)
         assert p.log.config.compact
-        p.log.roll()
-        before = p.log.size_bytes
-        brk._start_cleaner(asyncio.get_running_loop())
-        brk.cleaner.wake()
-        await _wait(lambda: brk.cleaner.stats.passes >= 1
-                    and (tmp_path / "cleaner-offset-checkpoint").exists())
+        before = await compact_now(brk, p, tmp_path)
         assert p.log.size_bytes < before / 5
         return S.decode_snapshot(list(share.store.records(0))[0][1])["create_timestamp"]
 
